@@ -1,0 +1,143 @@
+/**
+ * Argument checking for every operation. The daemon receives arguments from any client, and
+ * direct mode from any JavaScript caller, so both run the same checks and fail with the same
+ * `INVALID_ARGUMENT`. The documented limits keep one request from pinning memory or the lock.
+ */
+import { invalidArgument } from "../errors.js";
+
+/** Longest id, source, role, model, title (before cleaning), filter entry or search query. */
+export const MAX_NAME_LENGTH = 4096;
+/** Largest text field (content, system prompt, reasoning, serialized JSON), in UTF-8 bytes. */
+export const MAX_TEXT_BYTES = 15 * 1024 * 1024;
+/** Most entries in a filter list. */
+export const MAX_FILTER_ENTRIES = 1000;
+/** Largest `limit` a listing or search accepts. */
+export const MAX_LIMIT = 100_000;
+
+export type Args = readonly unknown[];
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? "a string" : `${typeof value}`;
+}
+
+/** A required string of bounded length. */
+export function str(value: unknown, name: string, maxLength = MAX_NAME_LENGTH): string {
+  if (typeof value !== "string") throw invalidArgument(`${name} must be a string, got ${describe(value)}`);
+  if (value.length > maxLength) {
+    throw invalidArgument(`${name} is too long (${value.length} characters, max ${maxLength})`);
+  }
+  return value;
+}
+
+/** A required, non-empty string. */
+export function nonEmpty(value: unknown, name: string): string {
+  const s = str(value, name);
+  if (s.length === 0) throw invalidArgument(`${name} must not be empty`);
+  return s;
+}
+
+/** An optional string: undefined and null both mean "not given". */
+export function optStr(value: unknown, name: string, maxLength = MAX_NAME_LENGTH): string | null {
+  return value === undefined || value === null ? null : str(value, name, maxLength);
+}
+
+/** A large text field (message content, system prompt), bounded in UTF-8 bytes. */
+export function optText(value: unknown, name: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw invalidArgument(`${name} must be a string or null, got ${describe(value)}`);
+  checkTextSize(value, name);
+  return value;
+}
+
+function checkTextSize(value: string, name: string): void {
+  // A string of n UTF-16 units holds at most 3n UTF-8 bytes: only long strings need counting.
+  if (value.length * 3 > MAX_TEXT_BYTES && Buffer.byteLength(value, "utf8") > MAX_TEXT_BYTES) {
+    throw invalidArgument(`${name} is too large (over ${MAX_TEXT_BYTES} bytes)`);
+  }
+}
+
+/** A finite number, or null when the caller sent null explicitly, or undefined when absent. */
+export function optNumber(value: unknown, name: string): number | null | undefined {
+  if (value === undefined || value === null) return value;
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw invalidArgument(`${name} must be a finite number or null, got ${describe(value)}`);
+  }
+  return value;
+}
+
+export function optInteger(value: unknown, name: string): number | null {
+  const n = optNumber(value, name);
+  if (n === undefined || n === null) return null;
+  if (!Number.isSafeInteger(n)) throw invalidArgument(`${name} must be an integer, got ${n}`);
+  return n;
+}
+
+/** A non-negative integer with a default, at most `max`. */
+export function count(value: unknown, name: string, fallback: number, max = MAX_LIMIT): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw invalidArgument(`${name} must be a non-negative integer, got ${describe(value)} ${String(value)}`);
+  }
+  if (value > max) throw invalidArgument(`${name} must be at most ${max}, got ${value}`);
+  return value;
+}
+
+export function optBool(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "boolean") throw invalidArgument(`${name} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** An optional list of strings: null when absent, else a bounded array of bounded strings. */
+export function optStrList(value: unknown, name: string): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value)) throw invalidArgument(`${name} must be an array of strings, got ${describe(value)}`);
+  if (value.length > MAX_FILTER_ENTRIES) {
+    throw invalidArgument(`${name} has too many entries (${value.length}, max ${MAX_FILTER_ENTRIES})`);
+  }
+  return value.map((v, i) => str(v, `${name}[${i}]`));
+}
+
+/** An optional options object; only its own properties are ever read. */
+export function optObject(value: unknown, name: string): Readonly<Record<string, unknown>> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value) || value instanceof Uint8Array) {
+    throw invalidArgument(`${name} must be an object, got ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Reads an own property only, so `__proto__` tricks and inherited keys are never seen. */
+export function field(obj: Readonly<Record<string, unknown>>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}
+
+/** Python's truthiness, which decides whether a JSON field is stored at all (`[]`, `{}` store NULL). */
+export function truthy(value: unknown): boolean {
+  if (value === undefined || value === null || value === false || value === 0 || value === "") return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === "object" && !(value instanceof Uint8Array)) return Object.keys(value).length > 0;
+  return true;
+}
+
+/** JSON text for a field stored only when truthy; checked for size and serializability. */
+export function optJson(value: unknown, name: string): string | null {
+  if (!truthy(value)) return null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw invalidArgument(`${name} cannot be serialized as JSON: ${(err as Error).message}`);
+  }
+  if (text === undefined) throw invalidArgument(`${name} cannot be serialized as JSON`);
+  checkTextSize(text, name);
+  return text;
+}
+
+/** Fails when more positional arguments arrive than the operation takes. */
+export function arity(args: Args, max: number, op: string): void {
+  if (!Array.isArray(args)) throw invalidArgument(`${op}: args must be an array`);
+  if (args.length > max) throw invalidArgument(`${op} takes at most ${max} arguments, got ${args.length}`);
+}

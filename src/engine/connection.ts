@@ -1,0 +1,60 @@
+import Database from "better-sqlite3";
+
+/** One better-sqlite3 connection: the engine's functions all take one. */
+export type Connection = Database.Database;
+type Statement = Database.Statement;
+
+export interface ConnectionOptions {
+  readonly?: boolean;
+  /** SQLite's own busy wait before a locked call fails with SQLITE_BUSY. */
+  busyTimeoutMs: number;
+  /** `FULL` (the default) survives power loss; `NORMAL` may lose the last commits on power loss. */
+  synchronous?: "FULL" | "NORMAL";
+}
+
+/** Opens a connection with the pragmas every connection to the file uses (SPEC §1). */
+export function openConnection(path: string, options: ConnectionOptions): Connection {
+  const db = new Database(path, {
+    readonly: options.readonly ?? false,
+    fileMustExist: options.readonly ?? false,
+    timeout: options.busyTimeoutMs,
+  });
+  try {
+    if (!options.readonly) db.pragma("journal_mode = WAL");
+    db.pragma("foreign_keys = ON");
+    db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+const statements = new WeakMap<Connection, Map<string, Statement>>();
+const MAX_CACHED_STATEMENTS = 256;
+
+/** A prepared statement for this SQL on this connection, prepared once and reused. */
+export function sql(db: Connection, text: string): Statement {
+  let cache = statements.get(db);
+  if (cache === undefined) {
+    cache = new Map();
+    statements.set(db, cache);
+  }
+  let stmt = cache.get(text);
+  if (stmt === undefined) {
+    if (cache.size >= MAX_CACHED_STATEMENTS) cache.clear();
+    stmt = db.prepare(text);
+    cache.set(text, stmt);
+  }
+  return stmt;
+}
+
+/** Unix seconds as a float, the format the reference stores. */
+export function now(): number {
+  return Date.now() / 1000;
+}
+
+/** Escapes `\`, `%` and `_` for a `LIKE … ESCAPE '\'` pattern. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

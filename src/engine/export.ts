@@ -1,0 +1,59 @@
+/** Exports: one session, or every session streamed in pages (SPEC §3, exportSession/exportAll). */
+import type { SessionExport, SessionRow } from "../session-db.js";
+import { arity, field, optObject, optStr, str } from "./args.js";
+import { sql } from "./connection.js";
+import { messagesOf } from "./messages.js";
+import { read, stream } from "./operation.js";
+import { SESSION_SELECT } from "./rows.js";
+import { getSessionRow } from "./sessions.js";
+
+export const exportSession = read(
+  (args) => {
+    arity(args, 1, "exportSession");
+    return { id: str(args[0], "id") };
+  },
+  (db, p): SessionExport | null => {
+    const session = getSessionRow(db, p.id);
+    return session === null ? null : { ...session, messages: messagesOf(db, session.id) };
+  },
+);
+
+/** Where the next page starts: after this session in (started_at DESC, id DESC) order. */
+export interface ExportCursor {
+  startedAt: number;
+  id: string;
+}
+
+const PAGE_SESSIONS = 200;
+const PAGE_MESSAGES = 5000;
+
+/**
+ * A page holds up to 200 sessions, and stops early once it holds 5,000 messages, so a page stays
+ * small whatever the database holds. Keyset paging: sessions added meanwhile never shift a page.
+ */
+export const exportAll = stream(
+  (args) => {
+    arity(args, 1, "exportAll");
+    return { source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") };
+  },
+  (db, p, cursor: ExportCursor | null) => {
+    const sessions = sql(
+      db,
+      `SELECT ${SESSION_SELECT} FROM sessions s
+       WHERE (@source IS NULL OR s.source = @source)
+         AND (@afterStarted IS NULL OR s.started_at < @afterStarted OR (s.started_at = @afterStarted AND s.id < @afterId))
+       ORDER BY s.started_at DESC, s.id DESC LIMIT ${PAGE_SESSIONS}`,
+    ).all({ source: p.source, afterStarted: cursor?.startedAt ?? null, afterId: cursor?.id ?? null }) as SessionRow[];
+    const items: SessionExport[] = [];
+    let messages = 0;
+    for (const session of sessions) {
+      const exported = { ...session, messages: messagesOf(db, session.id) };
+      items.push(exported);
+      messages += exported.messages.length;
+      if (messages >= PAGE_MESSAGES) break;
+    }
+    const last = items.at(-1);
+    const full = items.length < sessions.length || sessions.length === PAGE_SESSIONS;
+    return { items, next: last !== undefined && full ? { startedAt: last.started_at, id: last.id } : null };
+  },
+);

@@ -1,0 +1,110 @@
+/** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
+import type { ConversationMessage, MessageRow } from "../session-db.js";
+import {
+  arity, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str,
+} from "./args.js";
+import { now, sql, type Connection } from "./connection.js";
+import { read, write } from "./operation.js";
+import { decodeJson, decodeMessage, MESSAGE_SELECT } from "./rows.js";
+
+/** Tool calls counted for a message: an array's length, 1 for any other value, 0 when absent. */
+function toolCallCount(toolCalls: unknown): number {
+  if (toolCalls === undefined || toolCalls === null) return 0;
+  return Array.isArray(toolCalls) ? toolCalls.length : 1;
+}
+
+export const appendMessage = write(
+  (args) => {
+    arity(args, 2, "appendMessage");
+    const msg = optObject(args[1], "msg");
+    const toolCalls = field(msg, "toolCalls");
+    return {
+      sessionId: str(args[0], "sessionId"),
+      role: nonEmpty(field(msg, "role"), "msg.role"),
+      content: optText(field(msg, "content"), "msg.content"),
+      toolCallId: optStr(field(msg, "toolCallId"), "msg.toolCallId"),
+      toolCalls: optJson(toolCalls, "msg.toolCalls"),
+      toolName: optStr(field(msg, "toolName"), "msg.toolName"),
+      tokenCount: optInteger(field(msg, "tokenCount"), "msg.tokenCount"),
+      finishReason: optStr(field(msg, "finishReason"), "msg.finishReason"),
+      reasoning: optText(field(msg, "reasoning"), "msg.reasoning"),
+      reasoningDetails: optJson(field(msg, "reasoningDetails"), "msg.reasoningDetails"),
+      codexReasoningItems: optJson(field(msg, "codexReasoningItems"), "msg.codexReasoningItems"),
+      toolCallIncrement: toolCallCount(toolCalls),
+    };
+  },
+  (db, p): number => {
+    const { lastInsertRowid } = sql(
+      db,
+      `INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
+         token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCount,
+      p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems,
+    );
+    sql(db, "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?").run(
+      p.toolCallIncrement, p.sessionId,
+    );
+    return Number(lastInsertRowid);
+  },
+);
+
+export function messagesOf(db: Connection, sessionId: string): MessageRow[] {
+  const rows = sql(db, `SELECT ${MESSAGE_SELECT} FROM messages m WHERE m.session_id = ? ORDER BY m.timestamp, m.id`).all(
+    sessionId,
+  ) as Array<Parameters<typeof decodeMessage>[0]>;
+  return rows.map(decodeMessage);
+}
+
+const sessionIdArg = (op: string) => (args: readonly unknown[]) => {
+  arity(args, 1, op);
+  return { sessionId: str(args[0], "sessionId") };
+};
+
+export const getMessages = read(sessionIdArg("getMessages"), (db, p) => messagesOf(db, p.sessionId));
+
+type StoredRow = Record<(typeof CONVERSATION_COLUMNS)[number], string | null>;
+const CONVERSATION_COLUMNS = [
+  "role", "content", "tool_call_id", "tool_name", "tool_calls", "reasoning", "reasoning_details",
+  "codex_reasoning_items",
+] as const;
+
+/** The OpenAI-shaped history the agent reloads: optional fields only when stored and truthy. */
+function toConversation(row: StoredRow): ConversationMessage {
+  const msg: ConversationMessage = { role: row.role ?? "", content: row.content };
+  if (row.tool_call_id) msg.tool_call_id = row.tool_call_id;
+  if (row.tool_name) msg.tool_name = row.tool_name;
+  if (row.tool_calls) msg.tool_calls = decodeJson(row.tool_calls, []);
+  if (row.role === "assistant") {
+    if (row.reasoning) msg.reasoning = row.reasoning;
+    if (row.reasoning_details) msg.reasoning_details = decodeJson(row.reasoning_details, null);
+    if (row.codex_reasoning_items) msg.codex_reasoning_items = decodeJson(row.codex_reasoning_items, null);
+  }
+  return msg;
+}
+
+export const getMessagesAsConversation = read(sessionIdArg("getMessagesAsConversation"), (db, p) => {
+  const rows = sql(
+    db,
+    `SELECT ${CONVERSATION_COLUMNS.join(", ")} FROM messages WHERE session_id = ? ORDER BY timestamp, id`,
+  ).all(p.sessionId) as StoredRow[];
+  return rows.map(toConversation);
+});
+
+export const clearMessages = write(sessionIdArg("clearMessages"), (db, p): void => {
+  sql(db, "DELETE FROM messages WHERE session_id = ?").run(p.sessionId);
+  sql(db, "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?").run(p.sessionId);
+});
+
+export const messageCount = read(
+  (args) => {
+    arity(args, 1, "messageCount");
+    return { sessionId: optStr(field(optObject(args[0], "opts"), "sessionId"), "opts.sessionId") };
+  },
+  (db, p) =>
+    (p.sessionId === null
+      ? sql(db, "SELECT COUNT(*) FROM messages").pluck().get()
+      : sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = ?").pluck().get(p.sessionId)) as number,
+);
+

@@ -1,0 +1,47 @@
+import type { Args } from "./args.js";
+import type { Connection } from "./connection.js";
+
+/**
+ * One operation of the store: how to check its arguments (outside any transaction: this is also
+ * where JSON is serialized and titles are cleaned) and how to run it on a connection.
+ * Writes run inside a write transaction owned by the caller (direct mode or the writer worker).
+ */
+export interface ReadOperation<P, R> {
+  readonly kind: "read";
+  parse(args: Args): P;
+  run(db: Connection, params: P): R;
+}
+
+export interface WriteOperation<P, R> {
+  readonly kind: "write";
+  parse(args: Args): P;
+  run(db: Connection, params: P): R;
+}
+
+/** A page of a streamed result and the cursor of the next page (null at the end). */
+export interface Page<T, C> {
+  items: T[];
+  next: C | null;
+}
+
+/** A read whose result is streamed in pages, so no size is ever held at once. */
+export interface StreamOperation<P, C, T> {
+  readonly kind: "stream";
+  parse(args: Args): P;
+  page(db: Connection, params: P, cursor: C | null): Page<T, C>;
+}
+
+export function read<P, R>(parse: (args: Args) => P, run: (db: Connection, params: P) => R): ReadOperation<P, R> {
+  return { kind: "read", parse, run };
+}
+
+export function write<P, R>(parse: (args: Args) => P, run: (db: Connection, params: P) => R): WriteOperation<P, R> {
+  return { kind: "write", parse, run };
+}
+
+export function stream<P, C, T>(
+  parse: (args: Args) => P,
+  page: (db: Connection, params: P, cursor: C | null) => Page<T, C>,
+): StreamOperation<P, C, T> {
+  return { kind: "stream", parse, page };
+}

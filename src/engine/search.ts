@@ -1,0 +1,129 @@
+/** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
+import type { ContextMessage, SearchHit } from "../session-db.js";
+import { arity, count, field, optObject, optStrList, str } from "./args.js";
+import { escapeLike, sql, type Connection } from "./connection.js";
+import { read } from "./operation.js";
+
+const WORD = "[\\p{L}\\p{N}_]";
+// Placeholders for protected phrases use private-use characters, which are never word characters.
+const PHRASE_OPEN = "\uE000";
+const PHRASE_CLOSE = "\uE001";
+
+/**
+ * Turns what a person typed into a valid FTS5 query, in the six steps of SPEC §3.1: keep balanced
+ * phrases, drop stray operators and quotes, tame `*`, drop dangling AND/OR/NOT, quote dotted and
+ * hyphenated terms so the tokenizer keeps them together.
+ */
+export function sanitizeFtsQuery(query: string): string {
+  const phrases: string[] = [];
+  let s = query.replace(/[\uE000\uE001]/g, "");
+  s = s.replace(/"[^"]*"/g, (phrase) => `${PHRASE_OPEN}${phrases.push(phrase) - 1}${PHRASE_CLOSE}`);
+  s = s.replace(/[+{}()"^]/g, " ");
+  s = s.replace(/\*+/g, "*").replace(/(^|\s)\*/gu, "$1");
+  s = s.trim().replace(new RegExp(`^(AND|OR|NOT)(?!${WORD})\\s*`, "iu"), "");
+  s = s.trim().replace(/\s+(AND|OR|NOT)\s*$/iu, "");
+  s = s.replace(new RegExp(`(?<!${WORD})(${WORD}+(?:[.-]${WORD}+)+)(?!${WORD})`, "gu"), '"$1"');
+  s = s.replace(new RegExp(`${PHRASE_OPEN}(\\d+)${PHRASE_CLOSE}`, "g"), (_, i: string) => phrases[Number(i)] ?? "");
+  return s.trim();
+}
+
+const CJK = /[\u4E00-\u9FFF\u3400-\u4DBF\u{20000}-\u{2A6DF}\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\uAC00-\uD7AF]/u;
+
+/** True when the text has a Chinese, Japanese or Korean character (the ranges of SPEC §3.1). */
+export function containsCjk(text: string): boolean {
+  return CJK.test(text);
+}
+
+export interface SearchParams {
+  query: string;
+  sources: string | null;
+  excluded: string | null;
+  roles: string | null;
+  limit: number;
+  offset: number;
+  matchesNothing: boolean;
+}
+
+type HitRow = Omit<SearchHit, "context"> & { self_content: string };
+
+/** The filters shared by the FTS query and the LIKE fallback; lists travel as JSON arrays. */
+const FILTERS = `
+  AND (@sources IS NULL OR s.source IN (SELECT value FROM json_each(@sources)))
+  AND (@excluded IS NULL OR s.source NOT IN (SELECT value FROM json_each(@excluded)))
+  AND (@roles IS NULL OR m.role IN (SELECT value FROM json_each(@roles)))`;
+
+const HIT_COLUMNS = `m.id, m.session_id, m.role, {snippet} AS snippet, m.timestamp, m.tool_name, s.source, s.model,
+  s.started_at AS session_started, substr(COALESCE(m.content, ''), 1, 200) AS self_content`;
+
+const FTS_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "snippet(messages_fts, 0, '>>>', '<<<', '...', 40)")}
+  FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id
+  WHERE messages_fts MATCH @match ${FILTERS}
+  ORDER BY rank LIMIT @limit OFFSET @offset`;
+
+const LIKE_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
+  FROM messages m JOIN sessions s ON s.id = m.session_id
+  WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
+  ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset`;
+
+const PREV_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content FROM messages
+  WHERE session_id = @session AND (timestamp < @ts OR (timestamp = @ts AND id < @id)) ORDER BY timestamp DESC, id DESC LIMIT 1`;
+const NEXT_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content FROM messages
+  WHERE session_id = @session AND (timestamp > @ts OR (timestamp = @ts AND id > @id)) ORDER BY timestamp, id LIMIT 1`;
+
+function isFtsQueryError(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "SQLITE_ERROR";
+}
+
+/** The hit with the message before and after it in the same session, by (timestamp, id). */
+function withContext(db: Connection, row: HitRow): SearchHit {
+  const { self_content, ...hit } = row;
+  const context: ContextMessage[] = [];
+  const at = { session: hit.session_id, ts: hit.timestamp, id: hit.id };
+  const prev = sql(db, PREV_SQL).get(at) as ContextMessage | undefined;
+  const next = sql(db, NEXT_SQL).get(at) as ContextMessage | undefined;
+  if (prev !== undefined) context.push({ role: prev.role, content: prev.content });
+  context.push({ role: hit.role, content: self_content });
+  if (next !== undefined) context.push({ role: next.role, content: next.content });
+  return { ...hit, snippet: hit.snippet ?? "", context };
+}
+
+function search(db: Connection, p: SearchParams): SearchHit[] {
+  if (p.matchesNothing || p.query.trim() === "") return [];
+  const sanitized = sanitizeFtsQuery(p.query);
+  if (sanitized === "") return [];
+  const filters = { sources: p.sources, excluded: p.excluded, roles: p.roles, limit: p.limit, offset: p.offset };
+  let hits: HitRow[] = [];
+  try {
+    hits = sql(db, FTS_SQL).all({ ...filters, match: sanitized }) as HitRow[];
+  } catch (err) {
+    if (!isFtsQueryError(err)) throw err;
+    // A query FTS5 cannot parse finds nothing (never an exception); CJK text still gets the fallback.
+  }
+  if (hits.length === 0 && containsCjk(sanitized)) {
+    const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
+    hits = sql(db, LIKE_SQL).all({ ...filters, raw, pattern: `%${escapeLike(raw)}%` }) as HitRow[];
+  }
+  return hits.map((hit) => withContext(db, hit));
+}
+
+/** A filter list as a JSON array for `json_each`, or null for "no filter". */
+function listParam(list: string[] | null): string | null {
+  return list === null ? null : JSON.stringify(list);
+}
+
+export const searchMessages = read((args): SearchParams => {
+  arity(args, 2, "searchMessages");
+  const opts = optObject(args[1], "opts");
+  const sourceFilter = optStrList(field(opts, "sourceFilter"), "opts.sourceFilter");
+  const excludeSources = optStrList(field(opts, "excludeSources"), "opts.excludeSources");
+  const roleFilter = optStrList(field(opts, "roleFilter"), "opts.roleFilter");
+  return {
+    query: str(args[0], "query"),
+    sources: listParam(sourceFilter),
+    excluded: excludeSources !== null && excludeSources.length > 0 ? listParam(excludeSources) : null,
+    roles: roleFilter !== null && roleFilter.length > 0 ? listParam(roleFilter) : null,
+    limit: count(field(opts, "limit"), "opts.limit", 20),
+    offset: count(field(opts, "offset"), "opts.offset", 0, Number.MAX_SAFE_INTEGER),
+    matchesNothing: sourceFilter !== null && sourceFilter.length === 0,
+  };
+}, search);

@@ -1,0 +1,97 @@
+/** Session titles: cleaning, uniqueness, lookup, and numbered lineages (SPEC §3, "Titles"). */
+import { SessionDBError } from "../errors.js";
+import type { SessionRow } from "../session-db.js";
+import { arity, optStr, str } from "./args.js";
+import { escapeLike, sql, type Connection } from "./connection.js";
+import { read, write } from "./operation.js";
+import { SESSION_SELECT } from "./rows.js";
+
+export const MAX_TITLE_LENGTH = 100;
+
+const CONTROL_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
+const INVISIBLE_CHARS = /[\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF\uFFF9-\uFFFC]/g;
+// JavaScript's \s plus NEL (U+0085), which Python counts as whitespace too.
+const WHITESPACE_RUN = /[\s\u0085]+/g;
+
+/**
+ * Cleans a title: strips control, zero-width and direction-override characters, collapses
+ * whitespace, trims. Null or empty gives null; over 100 code points fails with TITLE_TOO_LONG.
+ */
+export function sanitizeTitle(title: string | null | undefined): string | null {
+  if (!title) return null;
+  const cleaned = title.replace(CONTROL_CHARS, "").replace(INVISIBLE_CHARS, "").replace(WHITESPACE_RUN, " ").trim();
+  if (cleaned === "") return null;
+  const length = [...cleaned].length;
+  if (length > MAX_TITLE_LENGTH) {
+    throw new SessionDBError("TITLE_TOO_LONG", `Title too long (${length} chars, max ${MAX_TITLE_LENGTH})`);
+  }
+  return cleaned;
+}
+
+export const setSessionTitle = write(
+  (args) => {
+    arity(args, 2, "setSessionTitle");
+    return { id: str(args[0], "id"), title: sanitizeTitle(optStr(args[1], "title")) };
+  },
+  (db, p): boolean => {
+    if (p.title !== null) {
+      const owner = sql(db, "SELECT id FROM sessions WHERE title = ? AND id != ?").pluck().get(p.title, p.id) as
+        | string
+        | undefined;
+      if (owner !== undefined) {
+        throw new SessionDBError("TITLE_IN_USE", `Title '${p.title}' is already in use by session ${owner}`);
+      }
+    }
+    return sql(db, "UPDATE sessions SET title = ? WHERE id = ?").run(p.title, p.id).changes > 0;
+  },
+);
+
+export const getSessionTitle = read(
+  (args) => {
+    arity(args, 1, "getSessionTitle");
+    return { id: str(args[0], "id") };
+  },
+  (db, p) => ((sql(db, "SELECT title FROM sessions WHERE id = ?").pluck().get(p.id) as string | null | undefined) ?? null),
+);
+
+function sessionByTitle(db: Connection, title: string): SessionRow | null {
+  return (sql(db, `SELECT ${SESSION_SELECT} FROM sessions s WHERE s.title = ?`).get(title) as SessionRow | undefined) ?? null;
+}
+
+const titleArg = (op: string) => (args: readonly unknown[]) => {
+  arity(args, 1, op);
+  return { title: str(args[0], "title") };
+};
+
+export const getSessionByTitle = read(titleArg("getSessionByTitle"), (db, p) => sessionByTitle(db, p.title));
+
+export const resolveSessionByTitle = read(titleArg("resolveSessionByTitle"), (db, p): string | null => {
+  // A numbered continuation ("<title> #N") wins over the exact title: it is where the work went on.
+  const numbered = sql(
+    db,
+    "SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\\' ORDER BY started_at DESC LIMIT 1",
+  ).pluck().get(`${escapeLike(p.title)} #%`) as string | undefined;
+  return numbered ?? sessionByTitle(db, p.title)?.id ?? null;
+});
+
+const NUMBERED = /^(.*?) #(\d+)$/su;
+
+export const getNextTitleInLineage = read(
+  (args) => {
+    arity(args, 1, "getNextTitleInLineage");
+    return { baseTitle: str(args[0], "baseTitle") };
+  },
+  (db, p): string => {
+    const base = NUMBERED.exec(p.baseTitle)?.[1] ?? p.baseTitle;
+    const existing = sql(db, "SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'")
+      .pluck()
+      .all(base, `${escapeLike(base)} #%`) as string[];
+    if (existing.length === 0) return base;
+    let max = 1n; // the un-numbered base counts as #1
+    for (const title of existing) {
+      const n = /^.* #(\d+)$/su.exec(title)?.[1];
+      if (n !== undefined && BigInt(n) > max) max = BigInt(n);
+    }
+    return `${base} #${max + 1n}`;
+  },
+);

@@ -1,0 +1,102 @@
+/**
+ * The coded error tree. Codes are a public contract: the same code crosses the socket, so
+ * direct and daemon modes reject with the same thing.
+ */
+
+export const ERROR_CODES = [
+  "INVALID_ARGUMENT",
+  "TITLE_TOO_LONG",
+  "TITLE_IN_USE",
+  "CONSTRAINT",
+  "BUSY",
+  "OVERLOADED",
+  "TIMEOUT",
+  "UNAVAILABLE",
+  "CLOSED",
+  "PROTOCOL",
+  "FRAME_TOO_LARGE",
+  "SCHEMA",
+  "CORRUPT",
+  "IO",
+  "INTERNAL",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
+export class SessionDBError extends Error {
+  override readonly name = "SessionDBError";
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The error as it travels in a response frame. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+export function toWireError(err: unknown): WireError {
+  const e = toSessionDBError(err);
+  return { code: e.code, message: e.message };
+}
+
+export function fromWireError(wire: unknown): SessionDBError {
+  const w = (wire ?? {}) as Partial<Record<"code" | "message", unknown>>;
+  const code = typeof w.code === "string" && KNOWN_CODES.has(w.code) ? (w.code as ErrorCode) : "INTERNAL";
+  const message = typeof w.message === "string" ? w.message : "unknown error from the daemon";
+  return new SessionDBError(code, message);
+}
+
+/** True for SQLite's "the lock is taken" answers, the only ones a write retries. */
+export function isBusyError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
+    return true;
+  }
+  const message = err instanceof Error ? err.message.toLowerCase() : "";
+  return message.includes("database is locked") || message.includes("database table is locked");
+}
+
+/**
+ * The one place where SQLite's and Node's errors become `SessionDBError`s. An error that already
+ * is one passes through unchanged.
+ */
+export function toSessionDBError(err: unknown): SessionDBError {
+  if (err instanceof SessionDBError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string") {
+    if (code.startsWith("SQLITE_CONSTRAINT")) return new SessionDBError("CONSTRAINT", message, { cause: err });
+    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+      return new SessionDBError("BUSY", message, { cause: err });
+    }
+    if (code.startsWith("SQLITE_CORRUPT") || code.startsWith("SQLITE_NOTADB")) {
+      return new SessionDBError("CORRUPT", `the database file is damaged: ${message}`, { cause: err });
+    }
+    if (code.startsWith("SQLITE_FULL")) {
+      return new SessionDBError("IO", `the disk is full: ${message}`, { cause: err });
+    }
+    if (
+      code.startsWith("SQLITE_IOERR") ||
+      code.startsWith("SQLITE_CANTOPEN") ||
+      code.startsWith("SQLITE_READONLY") ||
+      code.startsWith("SQLITE_PERM") ||
+      code === "ENOSPC" ||
+      code === "EACCES" ||
+      code === "EROFS"
+    ) {
+      return new SessionDBError("IO", message, { cause: err });
+    }
+  }
+  return new SessionDBError("INTERNAL", message, { cause: err });
+}
+
+export function invalidArgument(message: string): SessionDBError {
+  return new SessionDBError("INVALID_ARGUMENT", message);
+}

@@ -1,0 +1,14 @@
+/** sessiondb: the session and message store of an AI agent. */
+export { openSessionDB } from "./open.js";
+export { SessionDBError, ERROR_CODES, type ErrorCode } from "./errors.js";
+export type {
+  SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
+  SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
+  SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode,
+} from "./session-db.js";
+export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/titles.js";
+export { sanitizeFtsQuery, containsCjk } from "./engine/search.js";
+export { SCHEMA_VERSION } from "./engine/schema.js";
+export { MAX_TEXT_BYTES, MAX_NAME_LENGTH, MAX_FILTER_ENTRIES, MAX_LIMIT } from "./engine/args.js";
+export { saveTrajectory, convertScratchpadToThink, hasIncompleteScratchpad } from "./trajectory.js";
+export { defaultDatabasePath, defaultSocketPath } from "./socket-path.js";

@@ -1,0 +1,52 @@
+import { invalidArgument } from "./errors.js";
+import type { OpenOptions } from "./session-db.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
+import { defaultDatabasePath, defaultSocketPath, realDatabasePath } from "./socket-path.js";
+
+/** `OpenOptions` with every default applied and every value checked, once, where they enter. */
+export interface ResolvedOptions {
+  readonly path: string;
+  readonly mode: "auto" | "daemon" | "direct";
+  readonly socketPath: string;
+  readonly busyTimeoutMs: number;
+  readonly retry: RetryPolicy;
+  readonly checkpointEveryNWrites: number;
+  readonly requestTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+}
+
+function nonNegative(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw invalidArgument(`option ${name} must be a non-negative number, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
+  if (typeof options !== "object" || options === null) throw invalidArgument("options must be an object");
+  const mode = options.mode ?? "auto";
+  if (mode !== "auto" && mode !== "daemon" && mode !== "direct") {
+    throw invalidArgument(`option mode must be "auto", "daemon" or "direct", got ${String(mode)}`);
+  }
+  if (options.path !== undefined && (typeof options.path !== "string" || options.path === "")) {
+    throw invalidArgument("option path must be a non-empty string");
+  }
+  const path = realDatabasePath(options.path ?? defaultDatabasePath());
+  const retry: RetryPolicy = {
+    maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
+    minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
+    maxDelayMs: nonNegative(options.retry?.maxDelayMs, "retry.maxDelayMs", DEFAULT_RETRY.maxDelayMs),
+  };
+  if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
+  return {
+    path,
+    mode,
+    socketPath: options.socketPath ?? defaultSocketPath(path),
+    busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
+    retry,
+    checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
+    requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
+    connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
+  };
+}

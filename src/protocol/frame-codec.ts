@@ -1,0 +1,165 @@
+/**
+ * The wire format (SPEC §6): a 4-byte big-endian length, then that many bytes of one MessagePack
+ * value. The only file that knows msgpackr. Input is checked before it is decoded: only plain
+ * types (nil, bool, int, float, str, bin, array, map with string keys), bounded nesting, exactly
+ * one value per frame — no extension types, so no records, no structured clone, no timestamps.
+ */
+import { Packr, Unpackr } from "msgpackr";
+import { SessionDBError } from "../errors.js";
+
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+/** Deepest nesting of arrays and maps a client may send. */
+export const MAX_DEPTH = 64;
+const HEADER_BYTES = 4;
+
+// skipValues (absent from msgpackr's typings) drops undefined properties, so an option left out
+// stays left out on the other side instead of arriving as an explicit null.
+const packr = new Packr({
+  useRecords: false,
+  structuredClone: false,
+  encodeUndefinedAsNil: true,
+  skipValues: [undefined],
+} as ConstructorParameters<typeof Packr>[0]);
+const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: true, int64AsType: "number" });
+
+/** One frame holding `value`, in a buffer of its own (safe to hand to a socket). */
+export function encodeFrame(value: unknown): Buffer {
+  const body = packr.pack(value);
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + body.length);
+  frame.writeUInt32BE(body.length, 0);
+  body.copy(frame, HEADER_BYTES);
+  return frame;
+}
+
+function protocolError(message: string): SessionDBError {
+  return new SessionDBError("PROTOCOL", message);
+}
+
+/**
+ * Walks one MessagePack value in `buf` without building it, and fails unless the buffer holds
+ * exactly one value made of plain types. Iterative, so hostile nesting cannot blow the stack.
+ */
+export function checkPlainMessagePack(buf: Uint8Array): void {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  let pos = 0;
+  // Items still expected at each open level; keysPending marks levels where the next item is a map key.
+  const remaining: number[] = [1];
+  const isMap: boolean[] = [false];
+  const keyNext: boolean[] = [false];
+  const need = (n: number) => {
+    if (pos + n > buf.length) throw protocolError("truncated MessagePack value");
+  };
+  const skip = (n: number) => {
+    need(n);
+    pos += n;
+  };
+  const open = (count: number, map: boolean) => {
+    if (remaining.length > MAX_DEPTH) throw protocolError(`nesting deeper than ${MAX_DEPTH} levels`);
+    remaining.push(map ? count * 2 : count);
+    isMap.push(map);
+    keyNext.push(map);
+  };
+  while (remaining.length > 0) {
+    const level = remaining.length - 1;
+    if (remaining[level] === 0) {
+      remaining.pop();
+      isMap.pop();
+      keyNext.pop();
+      continue;
+    }
+    remaining[level]! -= 1;
+    const expectKey = isMap[level]! && keyNext[level]!;
+    if (isMap[level]) keyNext[level] = !keyNext[level];
+    need(1);
+    const b = buf[pos++]!;
+    const isString = (b >= 0xa0 && b <= 0xbf) || (b >= 0xd9 && b <= 0xdb);
+    if (expectKey && !isString) throw protocolError("map keys must be strings");
+    if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) continue;
+    if (b >= 0x80 && b <= 0x8f) open(b & 0x0f, true);
+    else if (b >= 0x90 && b <= 0x9f) open(b & 0x0f, false);
+    else if (b >= 0xa0 && b <= 0xbf) skip(b & 0x1f);
+    else {
+      switch (b) {
+        case 0xc4: case 0xd9: need(1); skip(view.getUint8(pos++)); break;
+        case 0xc5: case 0xda: need(2); pos += 2; skip(view.getUint16(pos - 2)); break;
+        case 0xc6: case 0xdb: need(4); pos += 4; skip(view.getUint32(pos - 4)); break;
+        case 0xca: skip(4); break;
+        case 0xcb: skip(8); break;
+        case 0xcc: case 0xd0: skip(1); break;
+        case 0xcd: case 0xd1: skip(2); break;
+        case 0xce: case 0xd2: skip(4); break;
+        case 0xcf: case 0xd3: skip(8); break;
+        case 0xdc: need(2); pos += 2; open(view.getUint16(pos - 2), false); break;
+        case 0xdd: need(4); pos += 4; open(view.getUint32(pos - 4), false); break;
+        case 0xde: need(2); pos += 2; open(view.getUint16(pos - 2), true); break;
+        case 0xdf: need(4); pos += 4; open(view.getUint32(pos - 4), true); break;
+        default:
+          throw protocolError(
+            b === 0xc1 ? "invalid MessagePack byte 0xc1" : `MessagePack extension types are not accepted (byte 0x${b.toString(16)})`,
+          );
+      }
+    }
+  }
+  if (pos !== buf.length) throw protocolError(`${buf.length - pos} bytes after the MessagePack value`);
+}
+
+/** Decodes a checked frame body into plain JavaScript values. */
+export function decodeBody(body: Uint8Array, trusted = false): unknown {
+  if (!trusted) checkPlainMessagePack(body);
+  try {
+    return unpackr.unpack(body);
+  } catch (err) {
+    throw protocolError(`not a MessagePack value: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Reassembles frames from a byte stream. `push` returns the frame bodies completed by a chunk;
+ * a declared length of 0 or above the limit fails with PROTOCOL or FRAME_TOO_LARGE before any
+ * byte of the body is buffered.
+ */
+export class FrameDecoder {
+  readonly #maxFrameBytes: number;
+  #chunks: Buffer[] = [];
+  #buffered = 0;
+  #expected = -1;
+
+  constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
+    this.#maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Bytes held for a frame not yet complete. */
+  get buffered(): number {
+    return this.#buffered;
+  }
+
+  push(chunk: Buffer): Buffer[] {
+    this.#chunks.push(chunk);
+    this.#buffered += chunk.length;
+    const bodies: Buffer[] = [];
+    for (;;) {
+      if (this.#expected < 0) {
+        if (this.#buffered < HEADER_BYTES) break;
+        const length = this.#take(HEADER_BYTES).readUInt32BE(0);
+        if (length === 0) throw protocolError("empty frame");
+        if (length > this.#maxFrameBytes) {
+          throw new SessionDBError("FRAME_TOO_LARGE", `frame of ${length} bytes exceeds the limit of ${this.#maxFrameBytes}`);
+        }
+        this.#expected = length;
+      }
+      if (this.#buffered < this.#expected) break;
+      bodies.push(this.#take(this.#expected));
+      this.#expected = -1;
+    }
+    return bodies;
+  }
+
+  #take(n: number): Buffer {
+    const joined = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#buffered);
+    const taken = joined.subarray(0, n);
+    const rest = joined.subarray(n);
+    this.#chunks = rest.length > 0 ? [rest] : [];
+    this.#buffered = rest.length;
+    return taken;
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * The one contract: the `SessionDB` interface and the shapes it reads and writes.
+ * Direct mode (the file opened in this process) and the daemon client both implement it,
+ * and one contract test suite runs against both.
+ *
+ * Rows keep the database's snake_case column names so exports stay interchangeable with the
+ * reference Python implementation; options are camelCase.
+ */
+
+/** The 26 columns of `sessions`. */
+export interface SessionRow {
+  id: string;
+  source: string;
+  user_id: string | null;
+  model: string | null;
+  /** JSON text, as stored. */
+  model_config: string | null;
+  system_prompt: string | null;
+  parent_session_id: string | null;
+  started_at: number;
+  ended_at: number | null;
+  end_reason: string | null;
+  message_count: number;
+  tool_call_count: number;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cache_read_tokens: number | null;
+  cache_write_tokens: number | null;
+  reasoning_tokens: number | null;
+  billing_provider: string | null;
+  billing_base_url: string | null;
+  billing_mode: string | null;
+  estimated_cost_usd: number | null;
+  actual_cost_usd: number | null;
+  cost_status: string | null;
+  cost_source: string | null;
+  pricing_version: string | null;
+  title: string | null;
+}
+
+/** The 13 columns of `messages`; `tool_calls` is JSON-decoded (undecodable text gives `[]`). */
+export interface MessageRow {
+  id: number;
+  session_id: string;
+  role: string;
+  content: string | null;
+  tool_call_id: string | null;
+  tool_calls: unknown;
+  tool_name: string | null;
+  timestamp: number;
+  token_count: number | null;
+  finish_reason: string | null;
+  reasoning: string | null;
+  reasoning_details: string | null;
+  codex_reasoning_items: string | null;
+}
+
+/** A session row plus its messages: one line of an export. */
+export interface SessionExport extends SessionRow {
+  messages: MessageRow[];
+}
+
+/** A row of the rich listing. */
+export interface RichSessionRow extends SessionRow {
+  last_active: number;
+  preview: string;
+  /** Present when the row was projected onto the tip of its compression chain. */
+  _lineage_root_id?: string;
+}
+
+/** One message in the OpenAI conversation shape the agent reloads. */
+export interface ConversationMessage {
+  role: string;
+  content: string | null;
+  tool_call_id?: string;
+  tool_name?: string;
+  tool_calls?: unknown;
+  reasoning?: string;
+  reasoning_details?: unknown;
+  codex_reasoning_items?: unknown;
+}
+
+export interface ContextMessage {
+  role: string;
+  content: string;
+}
+
+export interface SearchHit {
+  id: number;
+  session_id: string;
+  role: string;
+  snippet: string;
+  timestamp: number;
+  tool_name: string | null;
+  source: string;
+  model: string | null;
+  session_started: number;
+  context: ContextMessage[];
+}
+
+export interface CreateSessionOptions {
+  model?: string | null;
+  modelConfig?: unknown;
+  systemPrompt?: string | null;
+  userId?: string | null;
+  parentSessionId?: string | null;
+}
+
+export interface TokenUsage {
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  cacheReadTokens?: number | null;
+  cacheWriteTokens?: number | null;
+  reasoningTokens?: number | null;
+  model?: string | null;
+  estimatedCostUsd?: number | null;
+  actualCostUsd?: number | null;
+  costStatus?: string | null;
+  costSource?: string | null;
+  pricingVersion?: string | null;
+  billingProvider?: string | null;
+  billingBaseUrl?: string | null;
+  billingMode?: string | null;
+}
+
+export interface TokenUpdateOptions {
+  /** Set the totals instead of adding to them (the gateway keeps running totals). */
+  absolute?: boolean;
+}
+
+export interface NewMessage {
+  role: string;
+  content?: string | null;
+  toolName?: string | null;
+  toolCalls?: unknown;
+  toolCallId?: string | null;
+  tokenCount?: number | null;
+  finishReason?: string | null;
+  reasoning?: string | null;
+  reasoningDetails?: unknown;
+  codexReasoningItems?: unknown;
+}
+
+export interface ListSessionsOptions {
+  source?: string | null;
+  excludeSources?: string[] | null;
+  /** Default 20. */
+  limit?: number;
+  /** Default 0. */
+  offset?: number;
+  /** Default false: only sessions without a parent. */
+  includeChildren?: boolean;
+  /** Default true: a compressed root shows its chain's tip. */
+  projectCompressionTips?: boolean;
+}
+
+export interface SearchOptions {
+  /** Only these sources; an empty array matches nothing. */
+  sourceFilter?: string[] | null;
+  /** Never these sources; an empty array filters nothing. */
+  excludeSources?: string[] | null;
+  roleFilter?: string[] | null;
+  /** Default 20. */
+  limit?: number;
+  /** Default 0. */
+  offset?: number;
+}
+
+export interface SearchSessionsOptions {
+  source?: string | null;
+  /** Default 20. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface ExportOptions {
+  source?: string | null;
+}
+
+export interface PruneOptions {
+  /** Default 90. */
+  olderThanDays?: number;
+  source?: string | null;
+}
+
+export type Mode = "direct" | "daemon";
+
+/** The session store. Every method is async; failures reject with `SessionDBError`. */
+export interface SessionDB {
+  /** Which implementation serves this handle. */
+  readonly mode: Mode;
+
+  /** Creates a session; a duplicate id is ignored (the first row wins). Returns the id. */
+  createSession(id: string, source: string, opts?: CreateSessionOptions): Promise<string>;
+  /** Creates the session only when it is missing; never overwrites. */
+  ensureSession(id: string, source?: string, model?: string | null): Promise<void>;
+  /** Ends a session; the first end wins. */
+  endSession(id: string, endReason: string): Promise<void>;
+  /** Clears `ended_at` and `end_reason`. */
+  reopenSession(id: string): Promise<void>;
+  updateSystemPrompt(id: string, systemPrompt: string): Promise<void>;
+  /** Adds (or with `absolute`, sets) token counts and billing figures. */
+  updateTokenCounts(id: string, usage: TokenUsage, opts?: TokenUpdateOptions): Promise<void>;
+  getSession(id: string): Promise<SessionRow | null>;
+  /** An exact id, or a unique id prefix; otherwise null. */
+  resolveSessionId(idOrPrefix: string): Promise<string | null>;
+  /** Sets (or with null clears) a title; false when the session is missing. */
+  setSessionTitle(id: string, title: string | null): Promise<boolean>;
+  getSessionTitle(id: string): Promise<string | null>;
+  getSessionByTitle(title: string): Promise<SessionRow | null>;
+  /** The newest `"<title> #N"` session if any, else the exact title's session, else null. */
+  resolveSessionByTitle(title: string): Promise<string | null>;
+  getNextTitleInLineage(baseTitle: string): Promise<string>;
+  /** Follows compression splits to the live end of a conversation. */
+  getCompressionTip(id: string): Promise<string>;
+  listSessionsRich(opts?: ListSessionsOptions): Promise<RichSessionRow[]>;
+  /** Appends a message and bumps the session's counters. Returns the message id. */
+  appendMessage(sessionId: string, msg: NewMessage): Promise<number>;
+  getMessages(sessionId: string): Promise<MessageRow[]>;
+  getMessagesAsConversation(sessionId: string): Promise<ConversationMessage[]>;
+  clearMessages(sessionId: string): Promise<void>;
+  searchMessages(query: string, opts?: SearchOptions): Promise<SearchHit[]>;
+  searchSessions(opts?: SearchSessionsOptions): Promise<SessionRow[]>;
+  sessionCount(opts?: { source?: string | null }): Promise<number>;
+  messageCount(opts?: { sessionId?: string | null }): Promise<number>;
+  exportSession(id: string): Promise<SessionExport | null>;
+  /** Every session with its messages, newest first, streamed. */
+  exportAll(opts?: ExportOptions): AsyncIterable<SessionExport>;
+  /** Deletes a session and its messages; its children are orphaned. */
+  deleteSession(id: string): Promise<boolean>;
+  /** Deletes ended sessions older than the cutoff. Returns how many. */
+  pruneSessions(opts?: PruneOptions): Promise<number>;
+  /** Idempotent; lets queued work finish. Calls after it reject with `CLOSED`. */
+  close(): Promise<void>;
+}
+
+export interface RetryOptions {
+  maxAttempts?: number;
+  minDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export interface OpenOptions {
+  /** Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
+  path?: string;
+  /** Default "auto": the daemon when one answers for this file, else direct. */
+  mode?: "auto" | "daemon" | "direct";
+  /** Default: derived from the database path. */
+  socketPath?: string;
+  /** Direct mode's SQLite busy timeout. Default 1000. */
+  busyTimeoutMs?: number;
+  /** Direct mode's write retry. Default 15 attempts, 20–150 ms. */
+  retry?: RetryOptions;
+  /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
+  checkpointEveryNWrites?: number;
+  /** Daemon mode: how long a request may take before it fails with `TIMEOUT`. Default 30000. */
+  requestTimeoutMs?: number;
+  /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
+  connectTimeoutMs?: number;
+}

@@ -1,0 +1,49 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+
+/** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
+export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.SESSIONDB_PATH) return resolve(env.SESSIONDB_PATH);
+  if (env.HERMES_HOME) return resolve(env.HERMES_HOME, "state.db");
+  return join(homedir(), ".hermes", "state.db");
+}
+
+/** The file's real path (links resolved), also for a file that does not exist yet. */
+export function realDatabasePath(path: string): string {
+  const absolute = resolve(path);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    try {
+      return join(realpathSync(dirname(absolute)), basename(absolute));
+    } catch {
+      return absolute;
+    }
+  }
+}
+
+/** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * The daemon's socket for a database (SPEC §5), computed the same way by daemon and clients:
+ * `<real db path>.sock` when it fits, else a hash-named file in a private runtime directory.
+ */
+export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv = process.env): string {
+  const real = realDatabasePath(databasePath);
+  const beside = `${real}.sock`;
+  if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH_BYTES) return beside;
+  const name = `${createHash("sha256").update(real).digest("hex").slice(0, 32)}.sock`;
+  return join(privateRuntimeDir(env), name);
+}
+
+/** `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`, created 0700. */
+export function privateRuntimeDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = env.XDG_RUNTIME_DIR
+    ? join(env.XDG_RUNTIME_DIR, "sessiondb")
+    : join("/tmp", `sessiondb-${process.getuid?.() ?? "user"}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
