@@ -1,3 +1,4 @@
+import { DaemonClient } from "./client/daemon-client.js";
 import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
@@ -5,12 +6,20 @@ import type { OpenOptions, SessionDB } from "./session-db.js";
 
 /**
  * Opens the session store. Mode "direct" opens the file in this process; "daemon" talks to the
- * daemon serving the file; "auto" (the default) uses the daemon when one answers, else direct.
+ * daemon serving the file (UNAVAILABLE when none answers); "auto" (the default) uses the daemon
+ * when one answers for this file, else direct.
  */
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    return DirectStore.open(resolved);
+    if (resolved.mode === "direct") return DirectStore.open(resolved);
+    if (resolved.mode === "daemon") return await DaemonClient.connect(resolved);
+    try {
+      return await DaemonClient.connect(resolved);
+    } catch (err) {
+      if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+      return DirectStore.open(resolved);
+    }
   } catch (err) {
     throw toSessionDBError(err);
   }

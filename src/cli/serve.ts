@@ -1,0 +1,16 @@
+import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
+
+/**
+ * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT or a `shutdown`
+ * request, then drains queued writes, checkpoints and exits 0.
+ */
+export async function serve(options: DaemonOptions): Promise<void> {
+  const daemon = await Daemon.start(options);
+  const stop = (signal: string) => {
+    daemon.options.log(`${signal} received`);
+    void daemon.close();
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  await daemon.closed;
+}

@@ -1,0 +1,221 @@
+import { connect, type Socket } from "node:net";
+import { fromWireError, SessionDBError } from "../errors.js";
+import type { ResolvedOptions } from "../options.js";
+import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
+import { operations, OP_NAMES, type OpName } from "../engine/operations.js";
+import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
+import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
+
+type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
+
+/** Replies come from our own daemon: large results (an exported session) are allowed. */
+const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
+/** Extra time a request waits locally beyond the deadline it gave the daemon, so the daemon's own
+ *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
+const LOCAL_GRACE_MS = 2000;
+/** Export pages held for a slow consumer before the socket stops being read. */
+const MAX_BUFFERED_CHUNKS = 4;
+
+interface PendingRequest {
+  resolve(result: unknown): void;
+  reject(err: SessionDBError): void;
+  onChunk?: (items: unknown[]) => void;
+  timer: NodeJS.Timeout | null;
+}
+
+function unavailable(socketPath: string, why: string): SessionDBError {
+  return new SessionDBError("UNAVAILABLE", `no sessiondb daemon answers on ${socketPath}: ${why}`);
+}
+
+/**
+ * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
+ * id, each with a deadline; `exportAll` streams in chunks, read only as fast as it is consumed.
+ */
+export class DaemonClient implements SessionDB {
+  readonly mode = "daemon" as const;
+  readonly #options: ResolvedOptions;
+  readonly #socket: Socket;
+  readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
+  readonly #pending = new Map<number, PendingRequest>();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #nextId = 1;
+  #lost: SessionDBError | null = null;
+  #closed: Promise<void> | null = null;
+  /** What the daemon said of itself on connecting. */
+  hello!: HelloResult;
+
+  private constructor(socket: Socket, options: ResolvedOptions) {
+    this.#socket = socket;
+    this.#options = options;
+    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    socket.on("error", () => {
+      // "close" follows and fails whatever is pending
+    });
+    socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
+  }
+
+  /** Connects and says hello; fails with UNAVAILABLE when no daemon for this file answers. */
+  static async connect(options: ResolvedOptions): Promise<DaemonClient> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(options.socketPath);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
+      }, options.connectTimeoutMs);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once("error", (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(unavailable(options.socketPath, err.code ?? err.message));
+      });
+    });
+    const client = new DaemonClient(socket, options);
+    try {
+      const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs)) as HelloResult;
+      if (hello.database !== options.path) {
+        throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
+      }
+      client.hello = hello;
+      return client;
+    } catch (err) {
+      socket.destroy();
+      throw err instanceof SessionDBError && err.code !== "PROTOCOL" ? err : unavailable(options.socketPath, (err as Error).message);
+    }
+  }
+
+  /** Runs one operation of the table by name; the typed methods all come through here. */
+  async call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
+    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
+  }
+
+  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
+    const buffered: unknown[][] = [];
+    let wake: (() => void) | null = null;
+    let finished = false;
+    let failure: SessionDBError | null = null;
+    const done = this.#request("exportAll", trimUndefined([opts]), this.#options.requestTimeoutMs, (items) => {
+      buffered.push(items);
+      if (buffered.length >= MAX_BUFFERED_CHUNKS) this.#socket.pause();
+      wake?.();
+    }).then(
+      () => {
+        finished = true;
+        wake?.();
+      },
+      (err: SessionDBError) => {
+        failure = err;
+        wake?.();
+      },
+    );
+    try {
+      for (;;) {
+        const items = buffered.shift();
+        if (items !== undefined) {
+          if (buffered.length < MAX_BUFFERED_CHUNKS) this.#socket.resume();
+          yield* items as SessionExport[];
+          continue;
+        }
+        if (failure !== null) throw failure;
+        if (finished) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = null;
+      }
+    } finally {
+      this.#socket.resume();
+      void done;
+    }
+  }
+
+  /** Waits for requests in flight, then closes the connection. Idempotent. */
+  close(): Promise<void> {
+    this.#closed ??= Promise.allSettled([...this.#inFlight]).then(() => {
+      this.#socket.end();
+      this.#socket.destroy();
+    });
+    return this.#closed;
+  }
+
+  #request(op: OpName | ControlOp, args: unknown[], timeoutMs: number, onChunk?: (items: unknown[]) => void): Promise<unknown> {
+    if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
+    if (this.#lost !== null) return Promise.reject(this.#lost);
+    const id = this.#nextId;
+    this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
+    const request = new Promise((resolve, reject) => {
+      const pending: PendingRequest = { resolve, reject, timer: null };
+      if (onChunk !== undefined) pending.onChunk = onChunk;
+      // A stream's deadline is for its first page; later pages keep it alive.
+      pending.timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new SessionDBError("TIMEOUT", `${op} got no answer from the daemon within ${timeoutMs + LOCAL_GRACE_MS} ms`));
+      }, timeoutMs + LOCAL_GRACE_MS);
+      this.#pending.set(id, pending);
+      this.#socket.write(encodeFrame({ id, op, args, timeoutMs }));
+    });
+    this.#inFlight.add(request);
+    const forget = () => this.#inFlight.delete(request);
+    request.then(forget, forget);
+    return request;
+  }
+
+  #onData(chunk: Buffer): void {
+    let bodies: Buffer[];
+    try {
+      bodies = this.#decoder.push(chunk);
+    } catch (err) {
+      this.#connectionLost(err as SessionDBError);
+      this.#socket.destroy();
+      return;
+    }
+    for (const body of bodies) this.#onReply(decodeBody(body, true) as Record<string, unknown>);
+  }
+
+  #onReply(reply: Record<string, unknown>): void {
+    const id = reply.id as number;
+    const pending = this.#pending.get(id);
+    if (pending === undefined) {
+      // id 0: the daemon rejected the connection itself (a frame it could not read).
+      if (id === 0 && reply.ok === false) this.#connectionLost(fromWireError(reply.error));
+      return;
+    }
+    if (Array.isArray(reply.chunk)) {
+      pending.timer?.refresh();
+      pending.onChunk?.(reply.chunk);
+      return;
+    }
+    this.#pending.delete(id);
+    if (pending.timer !== null) clearTimeout(pending.timer);
+    if (reply.ok === true) pending.resolve(reply.result);
+    else pending.reject(fromWireError(reply.error));
+  }
+
+  #connectionLost(err: SessionDBError): void {
+    this.#lost ??= err;
+    for (const [id, p] of this.#pending) {
+      this.#pending.delete(id);
+      if (p.timer !== null) clearTimeout(p.timer);
+      p.reject(err);
+    }
+  }
+}
+
+/** Trailing undefined arguments are left out, so "not given" stays "not given" on the daemon. */
+function trimUndefined(args: readonly unknown[]): unknown[] {
+  let end = args.length;
+  while (end > 0 && args[end - 1] === undefined) end--;
+  return args.slice(0, end);
+}
+
+export interface DaemonClient extends Methods {}
+
+for (const name of OP_NAMES) {
+  if (operations[name].kind === "stream") continue;
+  Object.defineProperty(DaemonClient.prototype, name, {
+    value: function (this: DaemonClient, ...args: unknown[]) {
+      return this.call(name, args);
+    },
+    writable: true,
+    configurable: true,
+  });
+}

@@ -1,0 +1,91 @@
+import { Piscina } from "piscina";
+import { SessionDBError, fromWireError } from "../errors.js";
+import type { OpName } from "../engine/operations.js";
+import type { ReadOutcome, ReaderConfig, ReadTask } from "../protocol/reader-messages.js";
+
+const READER_URL = new URL("../../workers/reader.js", import.meta.url);
+
+export interface ReaderStats {
+  threads: number;
+  utilization: number;
+  queued: number;
+  inFlight: number;
+  completed: number;
+  paused: boolean;
+}
+
+/**
+ * The reader threads (piscina): a fixed number, each with its own read-only connection. Reads can
+ * be paused briefly so a TRUNCATE checkpoint finds no reader holding the WAL.
+ */
+export class ReaderPool {
+  readonly #pool: Piscina<ReadTask, ReadOutcome>;
+  readonly #threads: number;
+  #inFlight = 0;
+  #gate: Promise<void> | null = null;
+  #openGate: (() => void) | null = null;
+  #drained: Array<() => void> = [];
+
+  constructor(threads: number, config: ReaderConfig) {
+    this.#threads = threads;
+    this.#pool = new Piscina<ReadTask, ReadOutcome>({
+      filename: READER_URL.href,
+      minThreads: threads,
+      maxThreads: threads,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      workerData: config,
+    });
+  }
+
+  async run(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
+    while (this.#gate !== null) await this.#gate;
+    this.#inFlight++;
+    let outcome: ReadOutcome;
+    try {
+      outcome = await this.#pool.run({ op, params, cursor });
+    } catch (err) {
+      throw new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`);
+    } finally {
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const done of this.#drained.splice(0)) done();
+    }
+    if (!outcome.ok) throw fromWireError(outcome.error);
+    return outcome.result;
+  }
+
+  /** Holds new reads and resolves once the running ones are done (or after `maxWaitMs`). */
+  async pause(maxWaitMs: number): Promise<void> {
+    if (this.#gate === null) this.#gate = new Promise((resolve) => (this.#openGate = resolve));
+    if (this.#inFlight === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, maxWaitMs);
+      this.#drained.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  resume(): void {
+    const open = this.#openGate;
+    this.#gate = null;
+    this.#openGate = null;
+    open?.();
+  }
+
+  stats(): ReaderStats {
+    return {
+      threads: this.#threads,
+      utilization: this.#pool.utilization,
+      queued: this.#pool.queueSize,
+      inFlight: this.#inFlight,
+      completed: this.#pool.completed,
+      paused: this.#gate !== null,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.resume();
+    await this.#pool.close();
+  }
+}

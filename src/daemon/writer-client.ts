@@ -1,0 +1,219 @@
+import { Worker } from "node:worker_threads";
+import { SessionDBError, fromWireError } from "../errors.js";
+import type { WriteOpName } from "../engine/operations.js";
+import type { CheckpointResult, FromWriter, ToWriter, WriteOutcome, WriterConfig } from "../protocol/writer-messages.js";
+
+const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
+
+interface Pending {
+  resolve(result: unknown): void;
+  reject(err: SessionDBError): void;
+}
+
+/** Figures about group commit, for `stats`. */
+export interface WriterStats {
+  queueDepth: number;
+  batches: number;
+  writes: number;
+  meanBatchSize: number;
+  maxBatchSize: number;
+  commitMs: { p50: number; p90: number; p99: number; max: number };
+  lockHeldMs: { p50: number; p99: number; max: number };
+  checkpoints: { passive: number; truncate: number; lastLogFrames: number };
+  restarts: number;
+}
+
+const WINDOW = 2048;
+
+/** The last `WINDOW` values, for percentiles that follow the current load. */
+class Window {
+  readonly #values: number[] = [];
+  #next = 0;
+
+  add(value: number): void {
+    if (this.#values.length < WINDOW) this.#values.push(value);
+    else this.#values[this.#next] = value;
+    this.#next = (this.#next + 1) % WINDOW;
+  }
+
+  percentile(p: number): number {
+    if (this.#values.length === 0) return 0;
+    const sorted = [...this.#values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  }
+}
+
+/**
+ * The main thread's side of the writer thread: hands it write requests, matches the outcomes
+ * that come back after each COMMIT, and restarts the thread if it dies (its in-flight requests
+ * fail with INTERNAL: they were not acknowledged, so nothing acknowledged is lost).
+ */
+export class WriterClient {
+  readonly #config: WriterConfig;
+  #worker!: Worker;
+  #pending = new Map<number, Pending>();
+  #checkpointWaiters: Array<(r: CheckpointResult) => void> = [];
+  #seq = 0;
+  #closing: Promise<void> | null = null;
+  #batches = 0;
+  #writes = 0;
+  #maxBatch = 0;
+  #commitMs = new Window();
+  #lockMs = new Window();
+  #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
+  #restarts = 0;
+  onCheckpoint: ((result: CheckpointResult) => void) | null = null;
+
+  private constructor(config: WriterConfig) {
+    this.#config = config;
+  }
+
+  static async start(config: WriterConfig): Promise<WriterClient> {
+    const client = new WriterClient(config);
+    await client.#spawn();
+    return client;
+  }
+
+  get queueDepth(): number {
+    return this.#pending.size;
+  }
+
+  write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown> {
+    if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
+    const seq = ++this.#seq;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(seq, { resolve, reject });
+      this.#send({ type: "write", seq, op, params, deadline });
+    });
+  }
+
+  checkpoint(mode: "PASSIVE" | "TRUNCATE"): Promise<CheckpointResult> {
+    return new Promise((resolve) => {
+      this.#checkpointWaiters.push(resolve);
+      this.#send({ type: "checkpoint", mode });
+    });
+  }
+
+  /** Test hook: makes the writer thread throw (only when fault injection is on). */
+  crash(): void {
+    this.#send({ type: "crash" });
+  }
+
+  stats(): WriterStats {
+    return {
+      queueDepth: this.#pending.size,
+      batches: this.#batches,
+      writes: this.#writes,
+      meanBatchSize: this.#batches === 0 ? 0 : this.#writes / this.#batches,
+      maxBatchSize: this.#maxBatch,
+      commitMs: {
+        p50: this.#commitMs.percentile(50),
+        p90: this.#commitMs.percentile(90),
+        p99: this.#commitMs.percentile(99),
+        max: this.#commitMs.percentile(100),
+      },
+      lockHeldMs: { p50: this.#lockMs.percentile(50), p99: this.#lockMs.percentile(99), max: this.#lockMs.percentile(100) },
+      checkpoints: { ...this.#checkpoints },
+      restarts: this.#restarts,
+    };
+  }
+
+  /** Lets every queued write finish, checkpoints (TRUNCATE) and stops the thread. */
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#worker.once("exit", () => resolve());
+      this.#send({ type: "close" });
+    });
+    return this.#closing;
+  }
+
+  #send(message: ToWriter): void {
+    this.#worker.postMessage(message);
+  }
+
+  #spawn(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(WRITER_URL, { workerData: this.#config });
+      this.#worker = worker;
+      let ready = false;
+      worker.on("message", (message: FromWriter) => {
+        if (message.type === "ready") {
+          ready = true;
+          resolve();
+        } else if (message.type === "failed") {
+          reject(fromWireError(message.error));
+        } else {
+          this.#onMessage(message);
+        }
+      });
+      worker.on("error", (err) => {
+        if (!ready) reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${err.message}`));
+        else console.error(`sessiondb: the writer thread died: ${err.message}`);
+      });
+      worker.on("exit", () => {
+        if (!ready) {
+          reject(new SessionDBError("INTERNAL", "the writer thread exited before it was ready"));
+          return;
+        }
+        if (this.#closing === null) void this.#restart();
+      });
+    });
+  }
+
+  async #restart(): Promise<void> {
+    this.#restarts++;
+    const lost = this.#pending;
+    this.#pending = new Map();
+    for (const p of lost.values()) {
+      p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
+    }
+    for (const waiter of this.#checkpointWaiters.splice(0)) waiter({ mode: "PASSIVE", busy: 1, log: -1, checkpointed: -1 });
+    for (;;) {
+      try {
+        await this.#spawn();
+        return;
+      } catch (err) {
+        console.error(`sessiondb: restarting the writer thread failed: ${(err as Error).message}; retrying`);
+        await new Promise((r) => setTimeout(r, 500));
+        if (this.#closing !== null) return;
+      }
+    }
+  }
+
+  #settle(outcomes: WriteOutcome[]): void {
+    for (const o of outcomes) {
+      const p = this.#pending.get(o.seq);
+      if (p === undefined) continue;
+      this.#pending.delete(o.seq);
+      if (o.ok) p.resolve(o.result);
+      else p.reject(fromWireError(o.error));
+    }
+  }
+
+  #onMessage(message: Exclude<FromWriter, { type: "ready" | "failed" }>): void {
+    switch (message.type) {
+      case "batch":
+        this.#batches++;
+        this.#writes += message.outcomes.length;
+        this.#maxBatch = Math.max(this.#maxBatch, message.outcomes.length);
+        this.#commitMs.add(message.commitMs);
+        this.#lockMs.add(message.lockMs);
+        this.#settle(message.outcomes);
+        break;
+      case "unapplied":
+        this.#settle(message.outcomes);
+        break;
+      case "checkpointed": {
+        const r = message.result;
+        if (r.mode === "PASSIVE") this.#checkpoints.passive++;
+        else this.#checkpoints.truncate++;
+        this.#checkpoints.lastLogFrames = r.log;
+        this.onCheckpoint?.(r);
+        if (message.requested) this.#checkpointWaiters.shift()?.(r);
+        break;
+      }
+      case "closed":
+        break;
+    }
+  }
+}

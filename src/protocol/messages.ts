@@ -1,0 +1,69 @@
+/** Messages of the wire protocol, version 1 (SPEC §6), and their checks. */
+import { SessionDBError, type WireError } from "../errors.js";
+import { isOpName, type OpName } from "../engine/operations.js";
+
+export const PROTOCOL_VERSION = 1;
+
+/** Operations of the daemon itself, beside the library's methods. */
+export const CONTROL_OPS = ["hello", "ping", "stats", "shutdown"] as const;
+export type ControlOp = (typeof CONTROL_OPS)[number];
+
+export interface Request {
+  id: number;
+  op: OpName | ControlOp;
+  args: unknown[];
+  /** Optional: how long the client will wait; a write not started by then is never applied. */
+  timeoutMs?: number;
+}
+
+export type Response =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: WireError };
+
+export interface Chunk {
+  id: number;
+  chunk: unknown[];
+}
+
+export interface HelloResult {
+  server: "sessiondb";
+  version: string;
+  protocol: number;
+  schemaVersion: number;
+  pid: number;
+  /** The real path of the database this daemon serves, so a client can check it found the right one. */
+  database: string;
+}
+
+const MAX_REQUEST_ID = 2 ** 32 - 1;
+
+function isControlOp(op: unknown): op is ControlOp {
+  return typeof op === "string" && (CONTROL_OPS as readonly string[]).includes(op);
+}
+
+/** The request's id when it has a usable one (so an error can still be matched), else 0. */
+export function requestIdOf(value: unknown): number {
+  const id = (value as { id?: unknown } | null)?.id;
+  return typeof id === "number" && Number.isInteger(id) && id >= 0 && id <= MAX_REQUEST_ID ? id : 0;
+}
+
+/** Checks the shape of a decoded request frame; the arguments are checked later, per operation. */
+export function parseRequest(value: unknown): Request {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new SessionDBError("PROTOCOL", "a request must be a map with id, op and args");
+  }
+  const { id, op, args, timeoutMs } = value as Record<string, unknown>;
+  if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
+    throw new SessionDBError("PROTOCOL", "request id must be an unsigned 32-bit integer");
+  }
+  if (!isOpName(op) && !isControlOp(op)) {
+    throw new SessionDBError("PROTOCOL", `unknown op ${JSON.stringify(String(op)).slice(0, 80)}`);
+  }
+  if (args !== undefined && args !== null && !Array.isArray(args)) {
+    throw new SessionDBError("PROTOCOL", "request args must be an array");
+  }
+  if (timeoutMs !== undefined && timeoutMs !== null && (typeof timeoutMs !== "number" || !(timeoutMs > 0))) {
+    throw new SessionDBError("PROTOCOL", "request timeoutMs must be a positive number");
+  }
+  return { id, op, args: (args as unknown[] | null | undefined) ?? [], ...(typeof timeoutMs === "number" ? { timeoutMs } : {}) };
+}

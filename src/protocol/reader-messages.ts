@@ -1,0 +1,18 @@
+/** Tasks sent to the daemon's reader threads, and their answers. */
+import type { WireError } from "../errors.js";
+import type { OpName } from "../engine/operations.js";
+
+export interface ReaderConfig {
+  path: string;
+  busyTimeoutMs: number;
+}
+
+export interface ReadTask {
+  op: OpName;
+  params: unknown;
+  /** Streamed operations: where the page starts (null for the first). */
+  cursor?: unknown;
+}
+
+/** Errors travel as data: a thrown error would lose its code crossing the thread boundary. */
+export type ReadOutcome = { ok: true; result: unknown } | { ok: false; error: WireError };

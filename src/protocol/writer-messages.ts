@@ -1,0 +1,45 @@
+/** Messages between the daemon's main thread and its writer thread. */
+import type { WireError } from "../errors.js";
+import type { WriteOpName } from "../engine/operations.js";
+
+export interface WriterConfig {
+  path: string;
+  synchronous: "FULL" | "NORMAL";
+  /** Most requests in one transaction. */
+  maxBatch: number;
+  /** Longest a transaction keeps adding requests (and so holds the write lock), in ms. */
+  maxBatchMs: number;
+  /** Pause between transactions while work is queued, so bypassing processes get the lock too. */
+  yieldMs: number;
+  /** The WAL size the writer asks SQLite to keep (journal_size_limit). */
+  walLimitBytes: number;
+  /** Idle time after which a PASSIVE checkpoint runs. */
+  idleCheckpointMs: number;
+  /** Lets tests crash the thread on purpose (the `__crash` op); never set in production. */
+  faultInjection: boolean;
+}
+
+export type ToWriter =
+  | { type: "write"; seq: number; op: WriteOpName; params: unknown; deadline: number }
+  | { type: "checkpoint"; mode: "PASSIVE" | "TRUNCATE" }
+  | { type: "close" }
+  | { type: "crash" };
+
+export type WriteOutcome = { seq: number; ok: true; result: unknown } | { seq: number; ok: false; error: WireError };
+
+export interface CheckpointResult {
+  mode: "PASSIVE" | "TRUNCATE";
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+export type FromWriter =
+  | { type: "ready" }
+  | { type: "failed"; error: WireError }
+  | { type: "batch"; outcomes: WriteOutcome[]; committed: number; commitMs: number; lockMs: number }
+  /** Requests answered without running: past their deadline, or the transaction could not begin. */
+  | { type: "unapplied"; outcomes: WriteOutcome[] }
+  /** `requested` is false for the writer's own idle checkpoints. */
+  | { type: "checkpointed"; result: CheckpointResult; requested: boolean }
+  | { type: "closed" };

@@ -1,0 +1,226 @@
+/**
+ * The writer thread: the daemon's only write connection, and its group-commit loop.
+ *
+ * Everything queued (up to `maxBatch` requests, for at most `maxBatchMs`) runs in one
+ * `BEGIN IMMEDIATE` transaction with a savepoint per request: a failing request rolls back alone
+ * and gets its own error. Outcomes go back to the main thread only after COMMIT, so an
+ * acknowledged write is durable. When another process holds the lock, the writer waits with a
+ * jittered retry and never fails a queued request for it; requests whose deadline passes before
+ * they start are answered TIMEOUT and never applied.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
+import { openConnection, type Connection } from "../src/engine/connection.js";
+import { operations } from "../src/engine/operations.js";
+import { ensureSchema } from "../src/engine/schema.js";
+import { jitterMs, type RetryPolicy } from "../src/engine/transaction.js";
+import type {
+  CheckpointResult,
+  FromWriter,
+  ToWriter,
+  WriteOutcome,
+  WriterConfig,
+} from "../src/protocol/writer-messages.js";
+
+type Job = Extract<ToWriter, { type: "write" }>;
+
+const config = workerData as WriterConfig;
+const port = parentPort!;
+/** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
+const LOCK_RETRY: RetryPolicy = { maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
+const LOCK_BUSY_TIMEOUT_MS = 100;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+const queue: Job[] = [];
+let pendingCheckpoint: ToWriter & { type: "checkpoint" } | null = null;
+let closing = false;
+let scheduled = false;
+let idleTimer: NodeJS.Timeout | null = null;
+let lastBatchEnd = 0;
+
+function post(message: FromWriter): void {
+  port.postMessage(message);
+}
+
+function pause(ms: number): void {
+  if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
+}
+
+const db: Connection | null = (() => {
+  try {
+    const conn = openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous });
+    conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
+    ensureSchema(conn, { ...LOCK_RETRY, maxAttempts: 1000 });
+    return conn;
+  } catch (err) {
+    post({ type: "failed", error: toWireError(err) });
+    return null;
+  }
+})();
+
+function fail(job: Job, err: unknown): WriteOutcome {
+  return { seq: job.seq, ok: false, error: toWireError(err) };
+}
+
+/** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
+function dropExpired(jobs: Job[]): Job[] {
+  const now = Date.now();
+  const live = jobs.filter((j) => j.deadline > now);
+  if (live.length < jobs.length) {
+    const expired = jobs.filter((j) => j.deadline <= now);
+    post({
+      type: "unapplied",
+      outcomes: expired.map((j) =>
+        fail(j, new SessionDBError("TIMEOUT", `${j.op} was not started before its deadline: the database stayed locked`)),
+      ),
+    });
+  }
+  return live;
+}
+
+/**
+ * Takes the write lock, waiting as long as it takes; jobs that expire meanwhile are answered
+ * TIMEOUT. Any other failure to begin (I/O) is every job's answer. Returns the jobs to run.
+ */
+function acquireLock(conn: Connection, jobs: Job[]): Job[] {
+  for (;;) {
+    jobs = dropExpired(jobs);
+    if (jobs.length === 0) return jobs;
+    try {
+      conn.exec("BEGIN IMMEDIATE");
+      return jobs;
+    } catch (err) {
+      if (!isBusyError(err)) {
+        post({ type: "unapplied", outcomes: jobs.map((j) => fail(j, err)) });
+        return [];
+      }
+      pause(jitterMs(LOCK_RETRY));
+    }
+  }
+}
+
+/** Runs one job inside its own savepoint. */
+function apply(conn: Connection, job: Job): WriteOutcome {
+  conn.exec("SAVEPOINT request");
+  try {
+    const op = operations[job.op];
+    const result = op.run(conn, job.params as never);
+    conn.exec("RELEASE request");
+    return { seq: job.seq, ok: true, result };
+  } catch (err) {
+    if (conn.inTransaction) {
+      conn.exec("ROLLBACK TO request");
+      conn.exec("RELEASE request");
+    }
+    return fail(job, err);
+  }
+}
+
+function runBatch(conn: Connection): void {
+  let jobs = acquireLock(conn, queue.splice(0, config.maxBatch));
+  if (jobs.length === 0) return;
+  const lockedAt = performance.now();
+  const outcomes: WriteOutcome[] = [];
+  let done = 0;
+  for (const job of jobs) {
+    if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
+    outcomes.push(apply(conn, job));
+    done++;
+    if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
+  }
+  queue.unshift(...jobs.slice(done));
+  jobs = jobs.slice(0, done);
+  const commitStart = performance.now();
+  let committed = 0;
+  if (conn.inTransaction) {
+    try {
+      conn.exec("COMMIT");
+      committed = outcomes.filter((o) => o.ok).length;
+    } catch (err) {
+      if (conn.inTransaction) conn.exec("ROLLBACK");
+      outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
+    }
+  } else {
+    // Nothing of this transaction survived: no request in it may be acknowledged.
+    const cause = outcomes.findLast((o) => !o.ok);
+    const err = cause && !cause.ok ? cause.error : { code: "IO" as const, message: "the transaction was rolled back" };
+    outcomes.splice(0, outcomes.length, ...jobs.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
+  }
+  const end = performance.now();
+  lastBatchEnd = end;
+  post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
+}
+
+function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): void {
+  let result: CheckpointResult;
+  try {
+    const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
+    const r = row[0] ?? {};
+    result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+  } catch (err) {
+    result = { mode, busy: 1, log: -1, checkpointed: -1 };
+    if (!isBusyError(err)) console.error(`sessiondb writer: checkpoint failed: ${toSessionDBError(err).message}`);
+  }
+  post({ type: "checkpointed", result, requested });
+}
+
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  if (idleTimer !== null) {
+    clearTimeout(idleTimer);
+    idleTimer = null;
+  }
+  setImmediate(step);
+}
+
+/** One turn of the loop: a batch, a requested checkpoint, or the close; then schedules the next. */
+function step(): void {
+  scheduled = false;
+  const conn = db!;
+  if (queue.length > 0) {
+    // Leave the lock free for a moment between back-to-back transactions, so a process writing
+    // the file directly (and polling for the lock) gets its turn.
+    pause(config.yieldMs - (performance.now() - lastBatchEnd));
+    runBatch(conn);
+  } else if (pendingCheckpoint !== null) {
+    const { mode } = pendingCheckpoint;
+    pendingCheckpoint = null;
+    checkpoint(conn, mode, true);
+  } else if (closing) {
+    checkpoint(conn, "TRUNCATE", false);
+    conn.close();
+    post({ type: "closed" });
+    port.close();
+    return;
+  }
+  if (queue.length > 0 || pendingCheckpoint !== null || closing) {
+    schedule();
+  } else {
+    idleTimer = setTimeout(() => {
+      idleTimer = null;
+      checkpoint(conn, "PASSIVE", false);
+    }, config.idleCheckpointMs);
+  }
+}
+
+if (db !== null) {
+  port.on("message", (message: ToWriter) => {
+    switch (message.type) {
+      case "write":
+        queue.push(message);
+        break;
+      case "checkpoint":
+        pendingCheckpoint = message;
+        break;
+      case "close":
+        closing = true;
+        break;
+      case "crash":
+        if (config.faultInjection) throw new Error("writer crashed on purpose (fault injection)");
+        break;
+    }
+    schedule();
+  });
+  post({ type: "ready" });
+}
