@@ -10,6 +10,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
+import type { Statement } from "better-sqlite3";
 import { openConnection, type Connection } from "../src/engine/connection.js";
 import { operations } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
@@ -36,7 +37,8 @@ let pendingCheckpoint: ToWriter & { type: "checkpoint" } | null = null;
 let closing = false;
 let scheduled = false;
 let idleTimer: NodeJS.Timeout | null = null;
-let lastBatchEnd = 0;
+/** When the current run of back-to-back transactions began (null while idle). */
+let busySince: number | null = null;
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -46,11 +48,30 @@ function pause(ms: number): void {
   if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
 }
 
+/** Transaction control, prepared once: these run several times per request. */
+interface TransactionStatements {
+  begin: Statement;
+  commit: Statement;
+  rollback: Statement;
+  savepoint: Statement;
+  release: Statement;
+  rollbackTo: Statement;
+}
+let tx: TransactionStatements;
+
 const db: Connection | null = (() => {
   try {
     const conn = openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous });
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     ensureSchema(conn, { ...LOCK_RETRY, maxAttempts: 1000 });
+    tx = {
+      begin: conn.prepare("BEGIN IMMEDIATE"),
+      commit: conn.prepare("COMMIT"),
+      rollback: conn.prepare("ROLLBACK"),
+      savepoint: conn.prepare("SAVEPOINT request"),
+      release: conn.prepare("RELEASE request"),
+      rollbackTo: conn.prepare("ROLLBACK TO request"),
+    };
     return conn;
   } catch (err) {
     post({ type: "failed", error: toWireError(err) });
@@ -87,7 +108,7 @@ function acquireLock(conn: Connection, jobs: Job[]): Job[] {
     jobs = dropExpired(jobs);
     if (jobs.length === 0) return jobs;
     try {
-      conn.exec("BEGIN IMMEDIATE");
+      tx.begin.run();
       return jobs;
     } catch (err) {
       if (!isBusyError(err)) {
@@ -101,16 +122,16 @@ function acquireLock(conn: Connection, jobs: Job[]): Job[] {
 
 /** Runs one job inside its own savepoint. */
 function apply(conn: Connection, job: Job): WriteOutcome {
-  conn.exec("SAVEPOINT request");
+  tx.savepoint.run();
   try {
     const op = operations[job.op];
     const result = op.run(conn, job.params as never);
-    conn.exec("RELEASE request");
+    tx.release.run();
     return { seq: job.seq, ok: true, result };
   } catch (err) {
     if (conn.inTransaction) {
-      conn.exec("ROLLBACK TO request");
-      conn.exec("RELEASE request");
+      tx.rollbackTo.run();
+      tx.release.run();
     }
     return fail(job, err);
   }
@@ -134,10 +155,10 @@ function runBatch(conn: Connection): void {
   let committed = 0;
   if (conn.inTransaction) {
     try {
-      conn.exec("COMMIT");
+      tx.commit.run();
       committed = outcomes.filter((o) => o.ok).length;
     } catch (err) {
-      if (conn.inTransaction) conn.exec("ROLLBACK");
+      if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
     }
   } else {
@@ -147,7 +168,6 @@ function runBatch(conn: Connection): void {
     outcomes.splice(0, outcomes.length, ...jobs.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
   }
   const end = performance.now();
-  lastBatchEnd = end;
   post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
 }
 
@@ -179,9 +199,14 @@ function step(): void {
   scheduled = false;
   const conn = db!;
   if (queue.length > 0) {
-    // Leave the lock free for a moment between back-to-back transactions, so a process writing
-    // the file directly (and polling for the lock) gets its turn.
-    pause(config.yieldMs - (performance.now() - lastBatchEnd));
+    // After a long run of back-to-back transactions, leave the lock free for a moment so a
+    // process writing the file directly (polling for the lock) gets its turn.
+    const now = performance.now();
+    busySince ??= now;
+    if (now - busySince >= config.yieldEveryMs) {
+      pause(config.yieldMs);
+      busySince = performance.now();
+    }
     runBatch(conn);
   } else if (pendingCheckpoint !== null) {
     const { mode } = pendingCheckpoint;
@@ -197,6 +222,7 @@ function step(): void {
   if (queue.length > 0 || pendingCheckpoint !== null || closing) {
     schedule();
   } else {
+    busySince = null;
     idleTimer = setTimeout(() => {
       idleTimer = null;
       checkpoint(conn, "PASSIVE", false);

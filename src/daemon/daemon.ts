@@ -30,7 +30,9 @@ export interface DaemonOptions {
   maxBatch?: number;
   /** Longest one transaction keeps adding requests, in ms. Default 50. */
   maxBatchMs?: number;
-  /** Pause between back-to-back transactions, in ms, so processes writing directly get the lock. Default 0.3. */
+  /** After this many ms of back-to-back transactions the writer leaves the lock free. Default 20. */
+  yieldEveryMs?: number;
+  /** How long it leaves the lock free then, in ms, so processes writing directly get their turn. Default 1. */
   yieldMs?: number;
   /** WAL size that triggers a TRUNCATE checkpoint. Default 64 MiB. */
   walLimitBytes?: number;
@@ -84,7 +86,8 @@ function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
     synchronous,
     maxBatch: Math.floor(positive(options.maxBatch, "maxBatch", 1000)),
     maxBatchMs: positive(options.maxBatchMs, "maxBatchMs", 50),
-    yieldMs: options.yieldMs === 0 ? 0 : positive(options.yieldMs, "yieldMs", 0.3),
+    yieldEveryMs: positive(options.yieldEveryMs, "yieldEveryMs", 20),
+    yieldMs: options.yieldMs === 0 ? 0 : positive(options.yieldMs, "yieldMs", 1),
     walLimitBytes: positive(options.walLimitBytes, "walLimitBytes", 64 * 1024 * 1024),
     maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),
     maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
@@ -142,6 +145,7 @@ export class Daemon {
         synchronous: resolved.synchronous,
         maxBatch: resolved.maxBatch,
         maxBatchMs: resolved.maxBatchMs,
+        yieldEveryMs: resolved.yieldEveryMs,
         yieldMs: resolved.yieldMs,
         walLimitBytes: resolved.walLimitBytes,
         idleCheckpointMs: 200,

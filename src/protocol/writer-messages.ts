@@ -9,7 +9,9 @@ export interface WriterConfig {
   maxBatch: number;
   /** Longest a transaction keeps adding requests (and so holds the write lock), in ms. */
   maxBatchMs: number;
-  /** Pause between transactions while work is queued, so bypassing processes get the lock too. */
+  /** After this long of back-to-back transactions, the writer leaves the lock free… */
+  yieldEveryMs: number;
+  /** …for this long, so processes writing the file directly get their turn. */
   yieldMs: number;
   /** The WAL size the writer asks SQLite to keep (journal_size_limit). */
   walLimitBytes: number;
