@@ -1,3 +1,4 @@
+import { AutoStore } from "./auto-store.js";
 import { DaemonClient } from "./client/daemon-client.js";
 import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
@@ -15,7 +16,7 @@ export async function openSessionDB(options: OpenOptions = {}): Promise<SessionD
     if (resolved.mode === "direct") return DirectStore.open(resolved);
     if (resolved.mode === "daemon") return await DaemonClient.connect(resolved);
     try {
-      return await DaemonClient.connect(resolved);
+      return new AutoStore(await DaemonClient.connect(resolved), resolved);
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       return DirectStore.open(resolved);

@@ -85,6 +85,11 @@ export class DaemonClient implements SessionDB {
     }
   }
 
+  /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */
+  get connected(): boolean {
+    return this.#lost === null;
+  }
+
   /** Runs one operation of the table by name; the typed methods all come through here. */
   async call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
     return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);

@@ -46,7 +46,7 @@ export interface DaemonOptions {
   requestTimeoutMs?: number;
   /** Where one-line log events go. Default: stderr with a timestamp. */
   log?: (line: string) => void;
-  /** Test hook: enables the `__crash` control op that kills the writer thread. */
+  /** Test hook: enables the `faultCrashWriter` and `faultCrashReader` control ops. */
   faultInjection?: boolean;
 }
 
@@ -151,7 +151,11 @@ export class Daemon {
         idleCheckpointMs: 200,
         faultInjection: resolved.faultInjection,
       });
-      readers = new ReaderPool(resolved.readers, { path: resolved.path, busyTimeoutMs: 5000 });
+      readers = new ReaderPool(resolved.readers, {
+        path: resolved.path,
+        busyTimeoutMs: 5000,
+        faultInjection: resolved.faultInjection,
+      });
       const daemon = new Daemon(resolved, lock, writer, readers);
       await daemon.#listen();
       resolved.log(
@@ -269,6 +273,13 @@ export class Daemon {
       case "shutdown":
         setImmediate(() => void this.close());
         return null;
+      case "faultCrashWriter":
+        this.#requireFaultInjection();
+        this.#writer.crash();
+        return null;
+      case "faultCrashReader":
+        this.#requireFaultInjection();
+        return this.#readers.crashOne();
     }
     if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.#writer.queueDepth + this.#readsQueued >= this.options.maxQueue) {
@@ -340,10 +351,10 @@ export class Daemon {
     }
   }
 
-  /** Test hook behind `faultInjection`: makes the writer thread crash. */
-  crashWriter(): void {
-    if (!this.options.faultInjection) throw new SessionDBError("INVALID_ARGUMENT", "fault injection is off");
-    this.#writer.crash();
+  #requireFaultInjection(): void {
+    if (!this.options.faultInjection) {
+      throw new SessionDBError("INVALID_ARGUMENT", "fault injection is off (start the daemon with SESSIONDB_FAULT_INJECTION=1)");
+    }
   }
 }
 

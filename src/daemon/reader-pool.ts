@@ -53,6 +53,16 @@ export class ReaderPool {
     return outcome.result;
   }
 
+  /** Fault injection: one reader thread exits mid-task; the pool replaces it. */
+  async crashOne(): Promise<string> {
+    try {
+      await this.#pool.run({ op: "crash", params: null });
+    } catch (err) {
+      return `reader thread died: ${(err as Error).message}`;
+    }
+    return "reader thread did not die";
+  }
+
   /** Holds new reads and resolves once the running ones are done (or after `maxWaitMs`). */
   async pause(maxWaitMs: number): Promise<void> {
     if (this.#gate === null) this.#gate = new Promise((resolve) => (this.#openGate = resolve));

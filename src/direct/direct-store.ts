@@ -8,7 +8,7 @@ import { openConnection, type Connection } from "../engine/connection.js";
 import type { Args } from "../engine/args.js";
 import { operations, OP_NAMES, type OpName } from "../engine/operations.js";
 import { ensureSchema } from "../engine/schema.js";
-import { busyFailure, inWriteTransaction, jitterMs } from "../engine/transaction.js";
+import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
 import type { ExportCursor } from "../engine/export.js";
 
 type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
@@ -36,7 +36,9 @@ export class DirectStore implements SessionDB {
     mkdirSync(dirname(options.path), { recursive: true });
     let db: Connection | undefined;
     try {
-      db = openConnection(options.path, { busyTimeoutMs: options.busyTimeoutMs });
+      // Switching a file to WAL needs an exclusive lock that SQLite refuses at once (no busy wait)
+      // while another process is switching or migrating it too, so opening retries like a write.
+      db = retryBusySync(options.retry, () => openConnection(options.path, { busyTimeoutMs: options.busyTimeoutMs }));
       ensureSchema(db, options.retry);
       return new DirectStore(db, options);
     } catch (err) {

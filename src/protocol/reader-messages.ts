@@ -5,10 +5,13 @@ import type { OpName } from "../engine/operations.js";
 export interface ReaderConfig {
   path: string;
   busyTimeoutMs: number;
+  /** Lets tests kill a reader thread on purpose (the `faultCrashReader` op). */
+  faultInjection: boolean;
 }
 
 export interface ReadTask {
-  op: OpName;
+  /** `crash` exists only for fault injection: the thread exits instead of answering. */
+  op: OpName | "crash";
   params: unknown;
   /** Streamed operations: where the page starts (null for the first). */
   cursor?: unknown;

@@ -17,7 +17,7 @@ export interface WriterConfig {
   walLimitBytes: number;
   /** Idle time after which a PASSIVE checkpoint runs. */
   idleCheckpointMs: number;
-  /** Lets tests crash the thread on purpose (the `__crash` op); never set in production. */
+  /** Lets tests crash the thread on purpose (the `faultCrashWriter` op); never set in production. */
   faultInjection: boolean;
 }
 

@@ -1,0 +1,78 @@
+import { DaemonClient } from "./client/daemon-client.js";
+import { DirectStore } from "./direct/direct-store.js";
+import { toSessionDBError } from "./errors.js";
+import type { ResolvedOptions } from "./options.js";
+import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
+import { operations, OP_NAMES, type OpName } from "./engine/operations.js";
+
+type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
+
+/**
+ * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
+ * handle fails over to direct mode and keeps working. A read in flight at that moment is re-run
+ * directly; a write in flight is not (it may have been committed before the daemon died), so it
+ * rejects with UNAVAILABLE and the caller decides.
+ */
+export class AutoStore implements SessionDB {
+  readonly #options: ResolvedOptions;
+  #current: DaemonClient | DirectStore;
+  #failover: Promise<DirectStore> | null = null;
+
+  constructor(client: DaemonClient, options: ResolvedOptions) {
+    this.#current = client;
+    this.#options = options;
+  }
+
+  get mode(): "direct" | "daemon" {
+    return this.#current.mode;
+  }
+
+  async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
+    const store = await this.#usable();
+    try {
+      return await store.call(name, args);
+    } catch (err) {
+      if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+      const direct = await this.#failOver(store);
+      if (operations[name].kind === "read") return direct.call(name, args);
+      throw err;
+    }
+  }
+
+  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
+    yield* (await this.#usable()).exportAll(opts);
+  }
+
+  async close(): Promise<void> {
+    await this.#current.close();
+  }
+
+  /** The daemon while its connection lives, else direct mode. */
+  async #usable(): Promise<DaemonClient | DirectStore> {
+    const store = this.#current;
+    return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
+  }
+
+  #failOver(client: DaemonClient): Promise<DirectStore> {
+    this.#failover ??= (async () => {
+      await client.close();
+      const direct = DirectStore.open(this.#options);
+      this.#current = direct;
+      return direct;
+    })();
+    return this.#failover;
+  }
+}
+
+export interface AutoStore extends Methods {}
+
+for (const name of OP_NAMES) {
+  if (operations[name].kind === "stream") continue;
+  Object.defineProperty(AutoStore.prototype, name, {
+    value: function (this: AutoStore, ...args: unknown[]) {
+      return this.call(name, args);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
