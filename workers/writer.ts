@@ -19,11 +19,12 @@ import type {
   CheckpointResult,
   FromWriter,
   ToWriter,
+  WriteJob,
   WriteOutcome,
   WriterConfig,
 } from "../src/protocol/writer-messages.js";
 
-type Job = Extract<ToWriter, { type: "write" }>;
+type Job = WriteJob;
 
 const config = workerData as WriterConfig;
 const port = parentPort!;
@@ -233,8 +234,8 @@ function step(): void {
 if (db !== null) {
   port.on("message", (message: ToWriter) => {
     switch (message.type) {
-      case "write":
-        queue.push(message);
+      case "writes":
+        for (const job of message.jobs) queue.push(job);
         break;
       case "checkpoint":
         pendingCheckpoint = message;

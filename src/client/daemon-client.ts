@@ -1,9 +1,10 @@
 import { connect, type Socket } from "node:net";
-import { fromWireError, SessionDBError } from "../errors.js";
+import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { operations, OP_NAMES, type OpName } from "../engine/operations.js";
-import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
+import { checkPlainMessagePack, decodeBody, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
+import { FrameWriter } from "../protocol/frame-writer.js";
 import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
 
 type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
@@ -38,6 +39,7 @@ export class DaemonClient implements SessionDB {
   readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
   readonly #pending = new Map<number, PendingRequest>();
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #writer: FrameWriter;
   #nextId = 1;
   #lost: SessionDBError | null = null;
   #closed: Promise<void> | null = null;
@@ -46,6 +48,7 @@ export class DaemonClient implements SessionDB {
 
   private constructor(socket: Socket, options: ResolvedOptions) {
     this.#socket = socket;
+    this.#writer = new FrameWriter(socket);
     this.#options = options;
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", () => {
@@ -146,6 +149,12 @@ export class DaemonClient implements SessionDB {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     const id = this.#nextId;
+    let frame: Buffer;
+    try {
+      frame = requestFrame(id, op, args, timeoutMs);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
     const request = new Promise((resolve, reject) => {
       const pending: PendingRequest = { resolve, reject, timer: null };
@@ -156,7 +165,7 @@ export class DaemonClient implements SessionDB {
         reject(new SessionDBError("TIMEOUT", `${op} got no answer from the daemon within ${timeoutMs + LOCAL_GRACE_MS} ms`));
       }, timeoutMs + LOCAL_GRACE_MS);
       this.#pending.set(id, pending);
-      this.#socket.write(encodeFrame({ id, op, args, timeoutMs }));
+      this.#writer.write(frame);
     });
     this.#inFlight.add(request);
     const forget = () => this.#inFlight.delete(request);
@@ -202,6 +211,21 @@ export class DaemonClient implements SessionDB {
       if (p.timer !== null) clearTimeout(p.timer);
       p.reject(err);
     }
+  }
+}
+
+/**
+ * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
+ * or typed array, which become extension types the daemon refuses by closing the connection)
+ * fail this request alone with INVALID_ARGUMENT, before anything is sent.
+ */
+function requestFrame(id: number, op: string, args: unknown[], timeoutMs: number): Buffer {
+  try {
+    const frame = encodeFrame({ id, op, args, timeoutMs });
+    checkPlainMessagePack(frame.subarray(HEADER_BYTES));
+    return frame;
+  } catch (err) {
+    throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
   }
 }
 

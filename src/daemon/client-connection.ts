@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
 import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
+import { FrameWriter } from "../protocol/frame-writer.js";
 import { parseRequest, requestIdOf, type Request } from "../protocol/messages.js";
 
 export interface ConnectionLimits {
@@ -24,6 +25,7 @@ export class ClientConnection {
   readonly #handler: RequestHandler;
   readonly #log: (line: string) => void;
   readonly #decoder: FrameDecoder;
+  readonly #writer: FrameWriter;
   #inFlight = 0;
   #readingPaused = false;
   #failed = false;
@@ -36,6 +38,7 @@ export class ClientConnection {
     this.#handler = handler;
     this.#log = log;
     this.#decoder = new FrameDecoder(limits.maxFrameBytes);
+    this.#writer = new FrameWriter(socket);
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
       for (const w of this.#drainWaiters.splice(0)) w();
@@ -60,7 +63,7 @@ export class ClientConnection {
   /** Sends one frame of a streamed reply, waiting while the client is slow to read. */
   async sendChunk(id: number, chunk: unknown[]): Promise<void> {
     if (!this.open) throw new SessionDBError("CLOSED", "the client went away");
-    if (!this.#socket.write(encodeFrame({ id, chunk }))) {
+    if (!this.#writer.write(encodeFrame({ id, chunk }))) {
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
     }
   }
@@ -78,7 +81,7 @@ export class ClientConnection {
   }
 
   #send(message: unknown): void {
-    if (this.open) this.#socket.write(encodeFrame(message));
+    if (this.open) this.#writer.write(encodeFrame(message));
   }
 
   #fail(err: SessionDBError): void {

@@ -1,7 +1,14 @@
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../engine/operations.js";
-import type { CheckpointResult, FromWriter, ToWriter, WriteOutcome, WriterConfig } from "../protocol/writer-messages.js";
+import type {
+  CheckpointResult,
+  FromWriter,
+  ToWriter,
+  WriteJob,
+  WriteOutcome,
+  WriterConfig,
+} from "../protocol/writer-messages.js";
 
 const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
 
@@ -52,6 +59,7 @@ export class WriterClient {
   readonly #config: WriterConfig;
   #worker!: Worker;
   #pending = new Map<number, Pending>();
+  #outbox: WriteJob[] = [];
   #checkpointWaiters: Array<(r: CheckpointResult) => void> = [];
   #seq = 0;
   #closing: Promise<void> | null = null;
@@ -83,8 +91,16 @@ export class WriterClient {
     const seq = ++this.#seq;
     return new Promise((resolve, reject) => {
       this.#pending.set(seq, { resolve, reject });
-      this.#send({ type: "write", seq, op, params, deadline });
+      if (this.#outbox.length === 0) setImmediate(() => this.#flush());
+      this.#outbox.push({ seq, op, params, deadline });
     });
+  }
+
+  /** One message per turn of the event loop, however many requests arrived in it. */
+  #flush(): void {
+    const jobs = this.#outbox;
+    this.#outbox = [];
+    if (jobs.length > 0) this.#send({ type: "writes", jobs });
   }
 
   checkpoint(mode: "PASSIVE" | "TRUNCATE"): Promise<CheckpointResult> {

@@ -10,7 +10,8 @@ import { SessionDBError } from "../errors.js";
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** Deepest nesting of arrays and maps a client may send. */
 export const MAX_DEPTH = 64;
-const HEADER_BYTES = 4;
+/** The length prefix of every frame, in bytes. */
+export const HEADER_BYTES = 4;
 
 // skipValues (absent from msgpackr's typings) drops undefined properties, so an option left out
 // stays left out on the other side instead of arriving as an explicit null.

@@ -21,8 +21,16 @@ export interface WriterConfig {
   faultInjection: boolean;
 }
 
+export interface WriteJob {
+  seq: number;
+  op: WriteOpName;
+  params: unknown;
+  deadline: number;
+}
+
+/** Writes arrive in arrays: one message carries every request received in one turn of the loop. */
 export type ToWriter =
-  | { type: "write"; seq: number; op: WriteOpName; params: unknown; deadline: number }
+  | { type: "writes"; jobs: WriteJob[] }
   | { type: "checkpoint"; mode: "PASSIVE" | "TRUNCATE" }
   | { type: "close" }
   | { type: "crash" };
