@@ -14,7 +14,7 @@ import type { Statement } from "better-sqlite3";
 import { openConnection, type Connection } from "../src/engine/connection.js";
 import { operations } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
-import { jitterMs, type RetryPolicy } from "../src/engine/transaction.js";
+import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -62,7 +62,10 @@ let tx: TransactionStatements;
 
 const db: Connection | null = (() => {
   try {
-    const conn = openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous });
+    // Switching a file to WAL needs a moment of exclusive access: retried like any busy write.
+    const conn = retryBusySync({ ...LOCK_RETRY, maxAttempts: 1000 }, () =>
+      openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous }),
+    );
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     ensureSchema(conn, { ...LOCK_RETRY, maxAttempts: 1000 });
     tx = {
