@@ -4,7 +4,7 @@
  * its own read transaction, so it sees exactly what was committed when it started.
  */
 import { workerData } from "piscina";
-import { SessionDBError, toWireError } from "../src/errors.js";
+import { toWireError } from "../src/errors.js";
 import { openConnection } from "../src/engine/connection.js";
 import { operations } from "../src/engine/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
@@ -14,9 +14,8 @@ const config = workerData as ReaderConfig;
 const db = openConnection(config.path, { readonly: true, busyTimeoutMs: config.busyTimeoutMs });
 
 export default function read(task: ReadTask): ReadOutcome {
-  if (task.op === "crash" && config.faultInjection) process.exit(1);
+  if (task.crash === true && config.faultInjection) process.exit(1);
   try {
-    if (task.op === "crash") throw new SessionDBError("INVALID_ARGUMENT", "fault injection is off");
     const op = operations[task.op];
     const result = retryBusySync(DEFAULT_RETRY, () =>
       op.kind === "stream" ? op.page(db, task.params as never, (task.cursor ?? null) as never) : op.run(db, task.params as never),

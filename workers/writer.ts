@@ -40,6 +40,12 @@ let scheduled = false;
 let idleTimer: NodeJS.Timeout | null = null;
 /** When the current run of back-to-back transactions began (null while idle). */
 let busySince: number | null = null;
+/**
+ * Set when a write failed with an I/O error (a full disk): until a TRUNCATE checkpoint succeeds,
+ * one runs before each batch, so the WAL's space goes back to the disk as soon as there is room
+ * to copy it into the database.
+ */
+let reclaimWal = false;
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -172,10 +178,11 @@ function runBatch(conn: Connection): void {
     outcomes.splice(0, outcomes.length, ...jobs.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
   }
   const end = performance.now();
+  if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
   post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
 }
 
-function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): void {
+function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult {
   let result: CheckpointResult;
   try {
     const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
@@ -186,6 +193,7 @@ function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: b
     if (!isBusyError(err)) console.error(`sessiondb writer: checkpoint failed: ${toSessionDBError(err).message}`);
   }
   post({ type: "checkpointed", result, requested });
+  return result;
 }
 
 function schedule(): void {
@@ -211,6 +219,7 @@ function step(): void {
       pause(config.yieldMs);
       busySince = performance.now();
     }
+    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false).log !== 0;
     runBatch(conn);
   } else if (pendingCheckpoint !== null) {
     const { mode } = pendingCheckpoint;
@@ -248,6 +257,10 @@ if (db !== null) {
         break;
       case "crash":
         if (config.faultInjection) throw new Error("writer crashed on purpose (fault injection)");
+        break;
+      case "maxPageCount":
+        // SQLite's largest page count lifts the cap.
+        if (config.faultInjection) db.pragma(`max_page_count = ${message.pages ?? 4294967294}`);
         break;
     }
     schedule();

@@ -76,7 +76,8 @@ export class DaemonClient implements SessionDB {
     });
     const client = new DaemonClient(socket, options);
     try {
-      const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs)) as HelloResult;
+      // The daemon answers hello itself, at once: no grace beyond the connect timeout.
+      const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
       if (hello.database !== options.path) {
         throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
@@ -84,7 +85,8 @@ export class DaemonClient implements SessionDB {
       return client;
     } catch (err) {
       socket.destroy();
-      throw err instanceof SessionDBError && err.code !== "PROTOCOL" ? err : unavailable(options.socketPath, (err as Error).message);
+      // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
+      throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
     }
   }
 
@@ -145,7 +147,13 @@ export class DaemonClient implements SessionDB {
     return this.#closed;
   }
 
-  #request(op: OpName | ControlOp, args: unknown[], timeoutMs: number, onChunk?: (items: unknown[]) => void): Promise<unknown> {
+  #request(
+    op: OpName | ControlOp,
+    args: unknown[],
+    timeoutMs: number,
+    onChunk?: (items: unknown[]) => void,
+    graceMs = LOCAL_GRACE_MS,
+  ): Promise<unknown> {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     const id = this.#nextId;
@@ -162,8 +170,8 @@ export class DaemonClient implements SessionDB {
       // A stream's deadline is for its first page; later pages keep it alive.
       pending.timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new SessionDBError("TIMEOUT", `${op} got no answer from the daemon within ${timeoutMs + LOCAL_GRACE_MS} ms`));
-      }, timeoutMs + LOCAL_GRACE_MS);
+        reject(new SessionDBError("TIMEOUT", `${op} got no answer from the daemon within ${timeoutMs + graceMs} ms`));
+      }, timeoutMs + graceMs);
       this.#pending.set(id, pending);
       this.#writer.write(frame);
     });

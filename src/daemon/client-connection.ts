@@ -72,7 +72,15 @@ export class ClientConnection {
   shutdown(): void {
     this.#stopReading();
     this.#ending = true;
-    if (this.#inFlight === 0) this.#socket.end();
+    if (this.#inFlight === 0) this.#finish();
+  }
+
+  /**
+   * Ends the connection once every reply is flushed, without waiting for the client to end its
+   * side: a client still sending requests we no longer read would otherwise hold it open.
+   */
+  #finish(): void {
+    this.#socket.end(() => this.#socket.destroy());
   }
 
   #stopReading(): void {
@@ -130,7 +138,7 @@ export class ClientConnection {
       (err: unknown) => this.#send({ id: request.id, ok: false, error: toWireError(err) }),
     ).finally(() => {
       this.#inFlight--;
-      if (this.#ending && this.#inFlight === 0) this.#socket.end();
+      if (this.#ending && this.#inFlight === 0) this.#finish();
       else this.#updateFlow();
     });
   }

@@ -46,7 +46,7 @@ export interface DaemonOptions {
   requestTimeoutMs?: number;
   /** Where one-line log events go. Default: stderr with a timestamp. */
   log?: (line: string) => void;
-  /** Test hook: enables the `faultCrashWriter` and `faultCrashReader` control ops. */
+  /** Test hook: enables the `faultCrashWriter`, `faultCrashReader` and `faultMaxPageCount` control ops. */
   faultInjection?: boolean;
 }
 
@@ -65,6 +65,8 @@ export interface DaemonStats {
   queueDepth: number;
   writer: WriterStats;
   readers: ReaderStats;
+  /** The process's memory, in bytes (all threads). */
+  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
 }
 
 function positive(value: number | undefined, name: string, fallback: number): number {
@@ -186,6 +188,7 @@ export class Daemon {
       queueDepth: this.#writer.queueDepth + this.#readsQueued,
       writer: this.#writer.stats(),
       readers: this.#readers.stats(),
+      memory: memory(),
     };
   }
 
@@ -279,7 +282,12 @@ export class Daemon {
         return null;
       case "faultCrashReader":
         this.#requireFaultInjection();
-        return this.#readers.crashOne();
+        this.#readers.crashDuringNextReads(faultCount(request.args[0], 1));
+        return null;
+      case "faultMaxPageCount":
+        this.#requireFaultInjection();
+        this.#writer.maxPageCount(request.args[0] === null ? null : faultCount(request.args[0], null));
+        return null;
     }
     if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.#writer.queueDepth + this.#readsQueued >= this.options.maxQueue) {
@@ -356,6 +364,18 @@ export class Daemon {
       throw new SessionDBError("INVALID_ARGUMENT", "fault injection is off (start the daemon with SESSIONDB_FAULT_INJECTION=1)");
     }
   }
+}
+
+/** The positive count a fault-injection op takes, or its default when it is left out. */
+function faultCount(value: unknown, fallback: number | null): number {
+  if (value === undefined && fallback !== null) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) throw invalidArgument("this fault-injection op takes a positive count");
+  return value;
+}
+
+function memory(): DaemonStats["memory"] {
+  const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapUsed, external, arrayBuffers };
 }
 
 function walSize(databasePath: string): number {

@@ -22,6 +22,7 @@ export class ReaderPool {
   readonly #pool: Piscina<ReadTask, ReadOutcome>;
   readonly #threads: number;
   #inFlight = 0;
+  #crashes = 0;
   #gate: Promise<void> | null = null;
   #openGate: (() => void) | null = null;
   #drained: Array<() => void> = [];
@@ -35,14 +36,19 @@ export class ReaderPool {
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: config,
     });
+    // A thread failing outside a task (its connection could not be opened) is reported as an
+    // 'error' event: unheard, it would take the whole daemon down.
+    this.#pool.on("error", (err: Error) => console.error(`sessiondb: a reader thread failed: ${err.message}`));
   }
 
   async run(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
     while (this.#gate !== null) await this.#gate;
     this.#inFlight++;
+    const crash = this.#crashes > 0;
+    if (crash) this.#crashes--;
     let outcome: ReadOutcome;
     try {
-      outcome = await this.#pool.run({ op, params, cursor });
+      outcome = await this.#pool.run({ op, params, cursor, ...(crash ? { crash } : {}) });
     } catch (err) {
       throw new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`);
     } finally {
@@ -53,14 +59,9 @@ export class ReaderPool {
     return outcome.result;
   }
 
-  /** Fault injection: one reader thread exits mid-task; the pool replaces it. */
-  async crashOne(): Promise<string> {
-    try {
-      await this.#pool.run({ op: "crash", params: null });
-    } catch (err) {
-      return `reader thread died: ${(err as Error).message}`;
-    }
-    return "reader thread did not die";
+  /** Fault injection: the threads serving the next `reads` reads exit mid-task; the pool replaces them. */
+  crashDuringNextReads(reads: number): void {
+    this.#crashes += reads;
   }
 
   /** Holds new reads and resolves once the running ones are done (or after `maxWaitMs`). */

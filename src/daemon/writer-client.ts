@@ -115,6 +115,11 @@ export class WriterClient {
     this.#send({ type: "crash" });
   }
 
+  /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
+  maxPageCount(pages: number | null): void {
+    this.#send({ type: "maxPageCount", pages });
+  }
+
   stats(): WriterStats {
     return {
       queueDepth: this.#pending.size,

@@ -5,7 +5,7 @@
  */
 import { invalidArgument } from "../errors.js";
 
-/** Longest id, source, role, model, title (before cleaning), filter entry or search query. */
+/** Longest id, source, role, model, title looked up, filter entry or search query. */
 export const MAX_NAME_LENGTH = 4096;
 /** Largest text field (content, system prompt, reasoning, serialized JSON), in UTF-8 bytes. */
 export const MAX_TEXT_BYTES = 15 * 1024 * 1024;

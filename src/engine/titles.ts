@@ -1,7 +1,7 @@
 /** Session titles: cleaning, uniqueness, lookup, and numbered lineages (SPEC §3, "Titles"). */
 import { SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
-import { arity, optStr, str } from "./args.js";
+import { arity, optText, str } from "./args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read, write } from "./operation.js";
 import { SESSION_SELECT } from "./rows.js";
@@ -21,7 +21,8 @@ export function sanitizeTitle(title: string | null | undefined): string | null {
   if (!title) return null;
   const cleaned = title.replace(CONTROL_CHARS, "").replace(INVISIBLE_CHARS, "").replace(WHITESPACE_RUN, " ").trim();
   if (cleaned === "") return null;
-  const length = [...cleaned].length;
+  let length = 0;
+  for (const _ of cleaned) length++; // code points, without an array: a title may arrive megabytes long
   if (length > MAX_TITLE_LENGTH) {
     throw new SessionDBError("TITLE_TOO_LONG", `Title too long (${length} chars, max ${MAX_TITLE_LENGTH})`);
   }
@@ -31,7 +32,8 @@ export function sanitizeTitle(title: string | null | undefined): string | null {
 export const setSessionTitle = write(
   (args) => {
     arity(args, 2, "setSessionTitle");
-    return { id: str(args[0], "id"), title: sanitizeTitle(optStr(args[1], "title")) };
+    // Bounded as text, not as a name: only the cleaned length decides (TITLE_TOO_LONG past 100).
+    return { id: str(args[0], "id"), title: sanitizeTitle(optText(args[1], "title")) };
   },
   (db, p): boolean => {
     if (p.title !== null) {

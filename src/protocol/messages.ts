@@ -8,7 +8,9 @@ export const PROTOCOL_VERSION = 1;
  * Operations of the daemon itself, beside the library's methods. The `fault…` ops exist for the
  * reliability tests and answer INVALID_ARGUMENT unless the daemon runs with fault injection on.
  */
-export const CONTROL_OPS = ["hello", "ping", "stats", "shutdown", "faultCrashWriter", "faultCrashReader"] as const;
+export const CONTROL_OPS = [
+  "hello", "ping", "stats", "shutdown", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
+] as const;
 export type ControlOp = (typeof CONTROL_OPS)[number];
 
 export interface Request {

@@ -10,11 +10,12 @@ export interface ReaderConfig {
 }
 
 export interface ReadTask {
-  /** `crash` exists only for fault injection: the thread exits instead of answering. */
-  op: OpName | "crash";
+  op: OpName;
   params: unknown;
   /** Streamed operations: where the page starts (null for the first). */
   cursor?: unknown;
+  /** Fault injection only: the thread exits while serving this read instead of answering. */
+  crash?: boolean;
 }
 
 /** Errors travel as data: a thrown error would lose its code crossing the thread boundary. */

@@ -33,7 +33,9 @@ export type ToWriter =
   | { type: "writes"; jobs: WriteJob[] }
   | { type: "checkpoint"; mode: "PASSIVE" | "TRUNCATE" }
   | { type: "close" }
-  | { type: "crash" };
+  | { type: "crash" }
+  /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
+  | { type: "maxPageCount"; pages: number | null };
 
 export type WriteOutcome = { seq: number; ok: true; result: unknown } | { seq: number; ok: false; error: WireError };
 
