@@ -5,21 +5,31 @@
  */
 import { workerData } from "piscina";
 import { toWireError } from "../src/errors.js";
-import { openConnection } from "../src/engine/connection.js";
+import { openConnection, type Connection } from "../src/engine/connection.js";
 import { operations } from "../src/engine/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
 import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/protocol/reader-messages.js";
 
 const config = workerData as ReaderConfig;
-const db = openConnection(config.path, { readonly: true, busyTimeoutMs: config.busyTimeoutMs });
+let db: Connection | null = null;
+
+/** Opened on the first task, so a file that cannot be opened fails that read with its code
+ *  (IO, CORRUPT) instead of keeping the thread from starting. */
+function connection(): Connection {
+  db ??= openConnection(config.path, { readonly: true, busyTimeoutMs: config.busyTimeoutMs });
+  return db;
+}
 
 export default function read(task: ReadTask): ReadOutcome {
   if (task.crash === true && config.faultInjection) process.exit(1);
   try {
     const op = operations[task.op];
-    const result = retryBusySync(DEFAULT_RETRY, () =>
-      op.kind === "stream" ? op.page(db, task.params as never, (task.cursor ?? null) as never) : op.run(db, task.params as never),
-    );
+    const result = retryBusySync(DEFAULT_RETRY, () => {
+      const conn = connection();
+      return op.kind === "stream"
+        ? op.page(conn, task.params as never, (task.cursor ?? null) as never)
+        : op.run(conn, task.params as never);
+    });
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: toWireError(err) };

@@ -122,12 +122,31 @@ export function truthy(value: unknown): boolean {
   return true;
 }
 
+/**
+ * Refuses values JSON would quietly turn into something else (a Date into a string, a Map into
+ * `{}`): only plain objects and arrays nest. The daemon could not receive them either, so both
+ * modes refuse the same values.
+ */
+function plainOnly(this: unknown, key: string, value: unknown): unknown {
+  const original = (this as Record<string, unknown>)[key];
+  if (typeof original === "object" && original !== null && !Array.isArray(original)) {
+    const proto = Object.getPrototypeOf(original) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      throw new TypeError(`${(original as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
+    }
+  }
+  if (typeof original === "bigint" || typeof original === "function" || typeof original === "symbol") {
+    throw new TypeError(`a ${typeof original} is not JSON data`);
+  }
+  return value;
+}
+
 /** JSON text for a field stored only when truthy; checked for size and serializability. */
 export function optJson(value: unknown, name: string): string | null {
   if (!truthy(value)) return null;
   let text: string | undefined;
   try {
-    text = JSON.stringify(value);
+    text = JSON.stringify(value, plainOnly);
   } catch (err) {
     throw invalidArgument(`${name} cannot be serialized as JSON: ${(err as Error).message}`);
   }
