@@ -5,6 +5,7 @@ export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
   SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode,
+  ImportOptions, ImportResult, SourceCount,
 } from "./session-db.js";
 export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/titles.js";
 export { sanitizeFtsQuery, containsCjk } from "./engine/search.js";

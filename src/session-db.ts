@@ -177,6 +177,37 @@ export interface ExportOptions {
   source?: string | null;
 }
 
+/** What `importSession` did with one exported session. */
+export interface ImportResult {
+  /**
+   * `"imported"`; `"exists"`: a session with this id is already there, nothing was written;
+   * `"parent-missing"`: its parent session is not in the database (and `detachMissingParent`
+   * was not given), nothing was written.
+   */
+  status: "imported" | "exists" | "parent-missing";
+  /** Messages written. */
+  messages: number;
+  /**
+   * The messages got new ids (in their exported order) because an exported id was taken.
+   * Messages exported without an id always get a new one.
+   */
+  renumbered: boolean;
+  /** Imported with `parent_session_id` NULL because the parent is missing (`detachMissingParent`). */
+  parentDetached: boolean;
+}
+
+export interface ImportOptions {
+  /** Import a session whose parent is missing anyway, with no parent. Default false. */
+  detachMissingParent?: boolean;
+}
+
+/** Sessions and messages of one source, for statistics. */
+export interface SourceCount {
+  source: string;
+  sessions: number;
+  messages: number;
+}
+
 export interface PruneOptions {
   /** Default 90. */
   olderThanDays?: number;
@@ -204,6 +235,12 @@ export interface SessionDB {
   getSession(id: string): Promise<SessionRow | null>;
   /** An exact id, or a unique id prefix; otherwise null. */
   resolveSessionId(idOrPrefix: string): Promise<string | null>;
+  /**
+   * The ids that start with `prefix` (ASCII case-insensitive, `%` and `_` literal, as
+   * `resolveSessionId`), newest first, at most `limit` (default 20, max 1000): says why a prefix
+   * did not resolve (no match, or which sessions share it).
+   */
+  sessionIdsByPrefix(prefix: string, opts?: { limit?: number }): Promise<string[]>;
   /** Sets (or with null clears) a title; false when the session is missing. */
   setSessionTitle(id: string, title: string | null): Promise<boolean>;
   getSessionTitle(id: string): Promise<string | null>;
@@ -223,9 +260,22 @@ export interface SessionDB {
   searchSessions(opts?: SearchSessionsOptions): Promise<SessionRow[]>;
   sessionCount(opts?: { source?: string | null }): Promise<number>;
   messageCount(opts?: { sessionId?: string | null }): Promise<number>;
+  /** Sessions and messages per source, the most sessions first. */
+  sourceCounts(): Promise<SourceCount[]>;
   exportSession(id: string): Promise<SessionExport | null>;
   /** Every session with its messages, newest first, streamed. */
   exportAll(opts?: ExportOptions): AsyncIterable<SessionExport>;
+  /**
+   * Restores one exported session (a line of `exportAll`) in one transaction, as it was: all 26
+   * columns (the title cleaned as `setSessionTitle` does), its messages with their timestamps,
+   * `message_count` and `tool_call_count` recomputed from those messages. Nothing is written when
+   * the id already exists (`"exists"`) or the parent is missing (`"parent-missing"`, unless
+   * `detachMissingParent`). The messages keep their exported ids when no message holds any of
+   * them (so an export restored into an empty file exports byte for byte the same), else all of
+   * them get new ids in their exported `(timestamp, id)` order. A title another session has
+   * fails with `TITLE_IN_USE`; a malformed session with `INVALID_ARGUMENT`.
+   */
+  importSession(session: SessionExport, opts?: ImportOptions): Promise<ImportResult>;
   /** Deletes a session and its messages; its children are orphaned. */
   deleteSession(id: string): Promise<boolean>;
   /** Deletes ended sessions older than the cutoff. Returns how many. */

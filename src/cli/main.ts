@@ -1,44 +1,52 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError, Option } from "commander";
-import { SessionDBError } from "../errors.js";
+/**
+ * `sessiondb`: look at and manage an agent's sessions, through the daemon when one serves the
+ * file, else directly on it. Exit codes: 0 done, 1 the operation failed (`error CODE: message`
+ * on stderr), 2 bad usage.
+ */
+import { Command } from "commander";
 import { VERSION } from "../version.js";
-import { serve } from "./serve.js";
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError("expected a positive integer");
-  return n;
-}
+import { reportError } from "./cli-error.js";
+import { registerDelete } from "./commands/delete.js";
+import { registerExport } from "./commands/export.js";
+import { registerImport } from "./commands/import.js";
+import { registerList } from "./commands/list.js";
+import { registerPrune } from "./commands/prune.js";
+import { registerSearch } from "./commands/search.js";
+import { registerServe } from "./commands/serve.js";
+import { registerShow } from "./commands/show.js";
+import { registerStats } from "./commands/stats.js";
+import { registerStatus } from "./commands/status.js";
+import { registerStop } from "./commands/stop.js";
+import { registerTitle } from "./commands/title.js";
 
 const program = new Command()
   .name("sessiondb")
   .description("The session and message store of an AI agent: one SQLite file, served by a group-commit daemon.")
   .version(VERSION)
-  .option("--db <path>", "the database file (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)");
+  .option("--db <path>", "the database file (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)")
+  .option("--direct", "open the file in this process even when a daemon serves it")
+  .option("--json", "machine-readable output on stdout")
+  .configureHelp({ showGlobalOptions: true })
+  // Commander's usage errors throw instead of exiting, so they get exit code 2 below. Set before
+  // the subcommands are made: they inherit it.
+  .exitOverride();
 
-program
-  .command("serve")
-  .description("run the daemon for the database in the foreground (logs to stderr)")
-  .option("--socket <path>", "the Unix socket (default: derived from the database path)")
-  .option("--readers <n>", "reader threads", positiveInt)
-  .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
-  .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
-  .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number }) => {
-    const { db } = program.opts<{ db?: string }>();
-    await serve({
-      ...(db !== undefined ? { path: db } : {}),
-      ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
-      ...(opts.readers !== undefined ? { readers: opts.readers } : {}),
-      synchronous: opts.synchronous,
-      walLimitBytes: opts.walLimitMb * 1024 * 1024,
-      faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
-    });
-  });
+for (const register of [
+  registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
+  registerImport, registerTitle, registerDelete, registerPrune, registerStats,
+]) {
+  register(program);
+}
+
+// A reader that goes away (`sessiondb export | head`) ends the output, not in a stack trace.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  throw err;
+});
 
 try {
   await program.parseAsync();
 } catch (err) {
-  const code = err instanceof SessionDBError ? err.code : "INTERNAL";
-  process.stderr.write(`error ${code}: ${(err as Error).message}\n`);
-  process.exitCode = 1;
+  process.exitCode = reportError(err, (line) => process.stderr.write(line));
 }

@@ -7,10 +7,12 @@
 import type { SessionDB } from "../session-db.js";
 import type { ReadOperation, StreamOperation, WriteOperation } from "./operation.js";
 import * as exporting from "./export.js";
+import * as importing from "./import.js";
 import * as listing from "./listing.js";
 import * as messages from "./messages.js";
 import * as search from "./search.js";
 import * as sessions from "./sessions.js";
+import * as sources from "./source-counts.js";
 import * as titles from "./titles.js";
 
 /** The names of the operations: the methods of `SessionDB` but `mode` and `close`. */
@@ -34,6 +36,7 @@ export const operations = {
   updateTokenCounts: sessions.updateTokenCounts,
   getSession: sessions.getSession,
   resolveSessionId: sessions.resolveSessionId,
+  sessionIdsByPrefix: sessions.sessionIdsByPrefix,
   setSessionTitle: titles.setSessionTitle,
   getSessionTitle: titles.getSessionTitle,
   getSessionByTitle: titles.getSessionByTitle,
@@ -49,8 +52,10 @@ export const operations = {
   searchSessions: sessions.searchSessions,
   sessionCount: sessions.sessionCount,
   messageCount: messages.messageCount,
+  sourceCounts: sources.sourceCounts,
   exportSession: exporting.exportSession,
   exportAll: exporting.exportAll,
+  importSession: importing.importSession,
   deleteSession: sessions.deleteSession,
   pruneSessions: sessions.pruneSessions,
 } satisfies { [K in OpName]: OperationFor<K> };

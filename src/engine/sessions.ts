@@ -169,6 +169,21 @@ export const resolveSessionId = read(
   },
 );
 
+/** Most ids `sessionIdsByPrefix` returns. */
+const MAX_PREFIX_MATCHES = 1000;
+
+export const sessionIdsByPrefix = read(
+  (args) => {
+    arity(args, 2, "sessionIdsByPrefix");
+    const opts = optObject(args[1], "opts");
+    return { prefix: str(args[0], "prefix"), limit: count(field(opts, "limit"), "opts.limit", 20, MAX_PREFIX_MATCHES) };
+  },
+  (db, p): string[] =>
+    sql(db, "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at DESC, id DESC LIMIT ?")
+      .pluck()
+      .all(`${escapeLike(p.prefix)}%`, p.limit) as string[],
+);
+
 export const searchSessions = read(
   (args) => {
     arity(args, 1, "searchSessions");

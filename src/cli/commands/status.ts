@@ -1,0 +1,62 @@
+import { existsSync } from "node:fs";
+import type { Command } from "commander";
+import type { DaemonStats } from "../../daemon/daemon.js";
+import { SessionDBError } from "../../errors.js";
+import { defaultSocketPath } from "../../socket-path.js";
+import { duration, plural, size } from "../format.js";
+import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { Output } from "../output.js";
+
+/** `--json` of `status`. */
+export interface StatusReport {
+  database: string;
+  exists: boolean;
+  socket: string;
+  /** The daemon's `stats`, or null when no daemon answers for the file. */
+  daemon: DaemonStats | null;
+  /** The path other commands take with the same flags. */
+  route: "daemon" | "direct";
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command("status")
+    .description("say whether a daemon serves the database (exit 1 when none) and which path commands take")
+    .action(async (_opts: unknown, command: Command) => {
+      const globals = globalsOf(command);
+      const out = new Output(globals.json === true);
+      const path = databasePath(globals);
+      const socket = defaultSocketPath(path);
+      const client = await connectDaemon(path);
+      let daemon: DaemonStats | null = null;
+      try {
+        if (client !== null) daemon = (await client.call("stats", [])) as DaemonStats;
+      } finally {
+        await client?.close();
+      }
+      const report: StatusReport = {
+        database: path, exists: existsSync(path), socket, daemon, route: daemon !== null && !globals.direct ? "daemon" : "direct",
+      };
+      out.result(report, () => printStatus(out, report, globals.direct === true));
+      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
+    });
+}
+
+function printStatus(out: Output, r: StatusReport, direct: boolean): void {
+  const { c } = out;
+  out.line(`${c.bold("database")}  ${r.database}${r.exists ? "" : c.dim(" (does not exist yet)")}`);
+  if (r.daemon === null) {
+    out.line(`${c.bold("daemon")}    ${c.yellow("none")} answers on ${r.socket}`);
+  } else {
+    const d = r.daemon;
+    out.line(
+      `${c.bold("daemon")}    ${c.green("serving")}: pid ${d.pid}, version ${d.version}, up ${duration(d.uptimeS)}, ` +
+        `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued, WAL ${size(d.walBytes)}`,
+    );
+    out.line(`${c.bold("socket")}    ${d.socket}`);
+  }
+  let route = "open the file directly";
+  if (r.route === "daemon") route = "go through the daemon";
+  else if (direct && r.daemon !== null) route += " (--direct bypasses the daemon)";
+  out.line(`${c.bold("commands")}  ${route}`);
+}

@@ -1,0 +1,28 @@
+/** SESSION on the command line: an exact id, a unique id prefix, or a title. */
+import type { SessionDB } from "../session-db.js";
+import { CliError, UsageError } from "./cli-error.js";
+
+const SHOWN_MATCHES = 5;
+
+/**
+ * The session id `ref` names: an exact id or a unique id prefix (`resolveSessionId`), else a
+ * title (`resolveSessionByTitle`: the newest `"<title> #N"` continuation wins). A prefix shared
+ * by several ids fails with AMBIGUOUS naming them; anything else with NOT_FOUND.
+ */
+export async function resolveSession(db: SessionDB, ref: string): Promise<string> {
+  if (ref === "") throw new UsageError("SESSION must not be empty");
+  const byId = await db.resolveSessionId(ref);
+  if (byId !== null) return byId;
+  const byTitle = await db.resolveSessionByTitle(ref);
+  if (byTitle !== null) return byTitle;
+  const matches = await db.sessionIdsByPrefix(ref, { limit: SHOWN_MATCHES + 1 });
+  if (matches.length > 1) {
+    const shown = matches.slice(0, SHOWN_MATCHES).map((id) => JSON.stringify(id)).join(", ");
+    const more = matches.length > SHOWN_MATCHES ? ", …" : "";
+    throw new CliError(
+      "AMBIGUOUS",
+      `${JSON.stringify(ref)} is the start of several session ids (${shown}${more}) and no title; give more of the id`,
+    );
+  }
+  throw new CliError("NOT_FOUND", `no session ${JSON.stringify(ref)}: not an id, a unique id prefix or a title`);
+}
