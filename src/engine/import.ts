@@ -136,7 +136,11 @@ function parseImport(args: readonly unknown[]): ImportParams {
     throw invalidArgument(`session.messages has too many entries (${raw.length}, max ${MAX_IMPORT_MESSAGES})`);
   }
   const sessionId = columns.id as string;
-  const parsed = raw.map((value, index) => ({ index, message: parseMessage(value, `session.messages[${index}]`, sessionId) }));
+  // Array.from, not map: map skips the holes of a sparse array, which must fail like any non-object.
+  const parsed = Array.from(raw, (value: unknown, index) => ({
+    index,
+    message: parseMessage(value, `session.messages[${index}]`, sessionId),
+  }));
   // The order an export has, `(timestamp, id)`, whatever order the lines were edited into.
   const key = (m: MessageValues) => [m.timestamp as number, (m.id as number | null) ?? Infinity] as const;
   parsed.sort((a, b) => {

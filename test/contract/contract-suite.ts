@@ -1,5 +1,6 @@
 /**
- * The contract test suite: SPEC §3, §3.1 and the errors of §8, run against any `SessionDB`.
+ * The contract test suite: SPEC §3, §3.1 and the errors of §8, plus the operations added
+ * beyond SPEC (importSession, sourceCounts, sessionIdsByPrefix), run against any `SessionDB`.
  * Direct mode and the daemon client each call `runContractSuite` with their own opener; every
  * test gets a fresh database file in its own temp dir. Times are set, and damaged rows planted,
  * through a separate raw connection to the same file (see ../helpers/raw-db.ts), which any
@@ -8,6 +9,7 @@
 import { describe } from "node:test";
 import type { SessionDB } from "../../src/index.js";
 import { exportContract } from "./export-contract.js";
+import { importContract } from "./import-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 import { listingContract } from "./listing-contract.js";
 import { messagesContract } from "./messages-contract.js";
@@ -26,6 +28,7 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     messagesContract(open);
     searchContract(open);
     exportContract(open);
+    importContract(open);
     removalContract(open);
     lifecycleContract(open);
   });
