@@ -1,0 +1,48 @@
+/** The shape of `bench/results/<timestamp>.json`: everything one run of the suite measured. */
+import type { ConvoyMode } from "./modes.js";
+import type { ConvoyResult } from "./convoy.js";
+import type { Machine } from "./machine.js";
+import type { LatencySummary } from "./stats.js";
+import type { ReadSideResult } from "./read-side.js";
+import type { TargetCheck } from "./targets.js";
+import type { WalResult } from "./wal-growth.js";
+
+export interface ResolvedBenchOptions {
+  preset: "quick" | "full";
+  ks: number[];
+  seconds: number;
+  reps: number;
+  /** Corpus sizes of the read side (empty: no read side and no WAL check). */
+  messages: number[];
+  synchronous: "FULL" | "NORMAL";
+  modes: ConvoyMode[];
+  /** Per read operation and condition. */
+  readSeconds: number;
+  walSeconds: number;
+  /** The daemons' TRUNCATE bound; null for their default. */
+  walLimitMb: number | null;
+  /** The bound of the WAL check's daemon (quick: small, so that a short run reaches it). */
+  walCheckLimitMb: number | null;
+  seed: number;
+  out: string;
+  cacheDir: string;
+  /** Null: a fresh temporary directory, removed afterwards. */
+  workDir: string | null;
+}
+
+export interface BenchResult {
+  /** Bumped when this shape changes. */
+  format: 1;
+  startedAt: string;
+  durationS: number;
+  machine: Machine;
+  /** fsync of a 16 KiB write in the work directory, before and after the suite (ms). */
+  fsyncMs: { before: LatencySummary; after: LatencySummary };
+  options: ResolvedBenchOptions;
+  /** Mean length of the convoy's messages. */
+  messageChars: number;
+  convoy: ConvoyResult;
+  targets: TargetCheck[];
+  read: ReadSideResult | null;
+  wal: WalResult | null;
+}

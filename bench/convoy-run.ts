@@ -1,0 +1,209 @@
+/**
+ * One run of the convoy matrix: one mode at one K, on a fresh file. K client processes are set
+ * up, released at the same instant, append in a closed loop for the run length, and report;
+ * then every session is checked to hold exactly the appends its client was told succeeded.
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import type { DaemonStats } from "../src/daemon/daemon.js";
+import { BenchChild } from "./child-process.js";
+import { busyShare, machineTimes, processCpuMs, type MachineTimes } from "./cpu-usage.js";
+import { checkRows, createDatabase, type RowCheck } from "./database-file.js";
+import { DaemonProcess } from "./daemon-process.js";
+import { MODES, type ConvoyMode } from "./modes.js";
+import { histogram, summarizeLatencies, type LatencySummary } from "./stats.js";
+import type { WriterConfig, WriterReport } from "./workers/protocol.js";
+
+/** Calls each client makes before the synchronized start, outside the measurement. */
+const WARMUP_CALLS = 20;
+
+export interface ConvoyRunSpec {
+  mode: ConvoyMode;
+  /** The K of the matrix cell (single-client modes run one process whatever K). */
+  k: number;
+  rep: number;
+  /** Position of this run within its repetition. */
+  order: number;
+  seconds: number;
+  synchronous: "FULL" | "NORMAL";
+  walLimitMb: number | null;
+  /** Where the run's file goes (removed afterwards). */
+  dir: string;
+  socket: string;
+  messagesFile: string;
+}
+
+export interface ClientFigures {
+  appends: number;
+  failures: number;
+  retries: number | null;
+  appendsPerS: number;
+}
+
+export interface DaemonFigures {
+  commitMs: { p50: number; p99: number; max: number };
+  lockHeldMs: { p50: number; p99: number; max: number };
+  maxBatchSize: number;
+  checkpoints: { passive: number; truncate: number };
+}
+
+export interface CpuFigures {
+  /** CPU seconds of all client processes during the run. */
+  clientsS: number;
+  /** CPU seconds of the daemon process (all its threads); null without a daemon or off Linux. */
+  daemonS: number | null;
+  /** Share of all cores busy from `go` until every client exited (0–1). */
+  machineBusy: number | null;
+  /** Cores kept busy by everything else on the machine (other programs, the kernel's own work). */
+  otherCores: number | null;
+}
+
+export interface ConvoyRun {
+  mode: ConvoyMode;
+  k: number;
+  clients: number;
+  rep: number;
+  order: number;
+  elapsedS: number;
+  appendsPerS: number;
+  latencyMs: LatencySummary;
+  failures: number;
+  errors: Record<string, number>;
+  /** Slowest client's appends/s over the fastest's; null with one client. */
+  fairness: number | null;
+  commits: number;
+  meanBatchSize: number;
+  /** Application retries of all clients; null where the mode has none. */
+  retries: number | null;
+  rows: RowCheck;
+  /** Counts per bin of stats.HISTOGRAM_EDGES_MS. */
+  histogram: number[];
+  clientFigures: ClientFigures[];
+  daemon: DaemonFigures | null;
+  cpu: CpuFigures;
+}
+
+interface Readings {
+  wallMs: number;
+  machine: MachineTimes;
+  daemonCpuMs: number | null;
+  stats: DaemonStats | null;
+}
+
+function clientCount(spec: ConvoyRunSpec): number {
+  return MODES[spec.mode].clients === "k" ? spec.k : 1;
+}
+
+function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild<WriterReport> {
+  const mode = MODES[spec.mode];
+  const config: WriterConfig = {
+    db,
+    socket: mode.daemon ? spec.socket : null,
+    sessionId: `bench-${spec.mode}-${index}`,
+    messagesFile: spec.messagesFile,
+    offset: index * 37,
+    seconds: spec.seconds,
+    synchronous: spec.synchronous,
+    inFlight: mode.inFlight,
+    batch: mode.batch,
+    warmup: WARMUP_CALLS,
+  };
+  return mode.runtime === "python" ? BenchChild.python(mode.script(), config) : BenchChild.node(mode.script(), config);
+}
+
+export async function runConvoyCell(spec: ConvoyRunSpec): Promise<ConvoyRun> {
+  const mode = MODES[spec.mode];
+  mkdirSync(spec.dir, { recursive: true });
+  const db = join(spec.dir, "convoy.db");
+  createDatabase(db);
+  let daemon: DaemonProcess | null = null;
+  const clients: Array<BenchChild<WriterReport>> = [];
+  try {
+    if (mode.daemon) daemon = await DaemonProcess.start({ db, socket: spec.socket, synchronous: spec.synchronous, walLimitMb: spec.walLimitMb });
+    for (let i = 0; i < clientCount(spec); i++) clients.push(spawnClient(spec, db, i));
+    await Promise.all(clients.map((c) => c.ready()));
+    const before = await readings(daemon);
+    for (const client of clients) client.go();
+    const reports = await Promise.all(clients.map((c) => c.report()));
+    const after = await readings(daemon);
+    await daemon?.stop();
+    daemon = null;
+    const acknowledged = new Map(reports.map((r, i) => [`bench-${spec.mode}-${i}`, r.warmupAppends + r.appends]));
+    return figures(spec, reports, checkRows(db, acknowledged), before, after);
+  } finally {
+    for (const client of clients) client.kill();
+    daemon?.kill();
+    rmSync(spec.dir, { recursive: true, force: true });
+  }
+}
+
+async function readings(daemon: DaemonProcess | null): Promise<Readings> {
+  const stats = daemon === null ? null : await daemon.stats();
+  return { wallMs: performance.now(), machine: machineTimes(), daemonCpuMs: daemon === null ? null : processCpuMs(daemon.pid), stats };
+}
+
+function figures(spec: ConvoyRunSpec, reports: WriterReport[], rows: RowCheck, start: Readings, end: Readings): ConvoyRun {
+  const before = start.stats;
+  const after = end.stats;
+  const mode = MODES[spec.mode];
+  const startMs = Math.min(...reports.map((r) => r.startMs));
+  const endMs = Math.max(...reports.map((r) => r.endMs));
+  const elapsedS = Math.max(1e-3, (endMs - startMs) / 1000);
+  const appends = reports.reduce((sum, r) => sum + r.appends, 0);
+  const clientFigures = reports.map((r) => ({
+    appends: r.appends,
+    failures: r.failures,
+    retries: r.retries,
+    appendsPerS: r.appends / Math.max(1e-3, (r.endMs - r.startMs) / 1000),
+  }));
+  const rates = clientFigures.map((c) => c.appendsPerS);
+  const errors: Record<string, number> = {};
+  for (const r of reports) for (const [key, n] of Object.entries(r.errors)) errors[key] = (errors[key] ?? 0) + n;
+  const latencies = reports.flatMap((r) => r.latenciesMs);
+  const commits = after !== null && before !== null ? after.writer.batches - before.writer.batches : appends / mode.batch;
+  const written = after !== null && before !== null ? after.writer.writes - before.writer.writes : appends;
+  return {
+    mode: spec.mode,
+    k: spec.k,
+    clients: reports.length,
+    rep: spec.rep,
+    order: spec.order,
+    elapsedS,
+    appendsPerS: appends / elapsedS,
+    latencyMs: summarizeLatencies(latencies),
+    failures: reports.reduce((sum, r) => sum + r.failures, 0),
+    errors,
+    fairness: reports.length > 1 ? Math.min(...rates) / Math.max(...rates) : null,
+    commits,
+    meanBatchSize: commits === 0 ? 0 : written / commits,
+    retries: mode.countsRetries ? reports.reduce((sum, r) => sum + (r.retries ?? 0), 0) : null,
+    rows,
+    histogram: histogram(latencies),
+    clientFigures,
+    daemon: after === null || before === null ? null : daemonFigures(before, after),
+    cpu: cpuFigures(reports, start, end),
+  };
+}
+
+function cpuFigures(reports: WriterReport[], start: Readings, end: Readings): CpuFigures {
+  const clientsS = reports.reduce((sum, r) => sum + r.cpuMs, 0) / 1000;
+  const daemonS = start.daemonCpuMs === null || end.daemonCpuMs === null ? null : (end.daemonCpuMs - start.daemonCpuMs) / 1000;
+  const machineBusy = busyShare(start.machine, end.machine);
+  const wallS = (end.wallMs - start.wallMs) / 1000;
+  const otherCores = machineBusy === null ? null : Math.max(0, machineBusy * cpus().length - (clientsS + (daemonS ?? 0)) / wallS);
+  return { clientsS, daemonS, machineBusy, otherCores };
+}
+
+function daemonFigures(before: DaemonStats, after: DaemonStats): DaemonFigures {
+  const w = after.writer;
+  return {
+    commitMs: { p50: w.commitMs.p50, p99: w.commitMs.p99, max: w.commitMs.max },
+    lockHeldMs: w.lockHeldMs,
+    maxBatchSize: w.maxBatchSize,
+    checkpoints: {
+      passive: w.checkpoints.passive - before.writer.checkpoints.passive,
+      truncate: w.checkpoints.truncate - before.writer.checkpoints.truncate,
+    },
+  };
+}

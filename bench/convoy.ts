@@ -1,0 +1,183 @@
+/**
+ * The convoy matrix: every mode at every K, repeated. Within a repetition the modes alternate
+ * (the order rotates from one K and one repetition to the next), so a noisy machine weighs on
+ * all of them alike; figures are reported as medians with their range across repetitions, and
+ * ratios are taken between runs of the same repetition.
+ */
+import { join } from "node:path";
+import { runConvoyCell, type ConvoyRun } from "./convoy-run.js";
+import { MODES, type ConvoyMode } from "./modes.js";
+import { addHistograms, ratio, spread, type Spread } from "./stats.js";
+
+export interface ConvoyOptions {
+  ks: number[];
+  reps: number;
+  seconds: number;
+  modes: ConvoyMode[];
+  synchronous: "FULL" | "NORMAL";
+  walLimitMb: number | null;
+  workDir: string;
+  socketDir: string;
+  messagesFile: string;
+}
+
+export interface ConvoyCellSummary {
+  mode: ConvoyMode;
+  k: number;
+  clients: number;
+  reps: number;
+  appendsPerS: Spread | null;
+  p50: Spread | null;
+  p99: Spread | null;
+  p999: Spread | null;
+  max: Spread | null;
+  /** All failures of all repetitions. */
+  failures: number;
+  fairness: Spread | null;
+  commits: Spread | null;
+  meanBatchSize: Spread | null;
+  retries: Spread | null;
+  /** Every run's file held exactly its acknowledged appends. */
+  rowsExact: boolean;
+  /** Acknowledged appends checked, over all repetitions. */
+  rowsChecked: number;
+  /** Share of the machine's cores busy during the run (0–1). */
+  machineBusy: Spread | null;
+  /** Cores the daemon process kept busy (CPU seconds per second). */
+  daemonCores: Spread | null;
+  /** Cores all client processes kept busy together. */
+  clientCores: Spread | null;
+  /** Cores kept busy by everything else (other programs on the machine). */
+  otherCores: Spread | null;
+}
+
+/** daemon / jitter at one K, each ratio taken within a repetition. */
+export interface ConvoyRatio {
+  k: number;
+  throughput: Spread | null;
+  p99: Spread | null;
+  max: Spread | null;
+}
+
+export interface ConvoyResult {
+  skipped: Array<{ mode: ConvoyMode; reason: string }>;
+  runs: ConvoyRun[];
+  summary: ConvoyCellSummary[];
+  ratios: ConvoyRatio[];
+  /** daemon-pipelined / ceiling throughput, within each repetition. */
+  pipelinedVsCeiling: Spread | null;
+  /** The K of the latency histograms (the largest run). */
+  histogramK: number;
+  histograms: Array<{ mode: ConvoyMode; counts: number[] }>;
+}
+
+interface Cell {
+  mode: ConvoyMode;
+  k: number;
+}
+
+/** The runs of one repetition: per K, the modes in an order rotated by K and repetition. */
+function schedule(ks: number[], modes: ConvoyMode[], rep: number): Cell[] {
+  const cells: Cell[] = [];
+  ks.forEach((k, ki) => {
+    // Single-client modes do not depend on K: they run once per repetition, with the first K.
+    const here = modes.filter((m) => MODES[m].clients === "k" || ki === 0);
+    const shift = here.length === 0 ? 0 : (rep + ki) % here.length;
+    for (const mode of [...here.slice(shift), ...here.slice(0, shift)]) cells.push({ mode, k: MODES[mode].clients === "k" ? k : 1 });
+  });
+  return cells;
+}
+
+export async function runConvoy(options: ConvoyOptions, log: (line: string) => void): Promise<ConvoyResult> {
+  const skipped: ConvoyResult["skipped"] = [];
+  const modes = options.modes.filter((mode) => {
+    const reason = MODES[mode].unavailable();
+    if (reason !== null) skipped.push({ mode, reason });
+    return reason === null;
+  });
+  for (const s of skipped) log(`convoy: skipping ${s.mode}: ${s.reason}`);
+  const runs: ConvoyRun[] = [];
+  let index = 0;
+  for (let rep = 0; rep < options.reps; rep++) {
+    const cells = schedule(options.ks, modes, rep);
+    for (const [order, cell] of cells.entries()) {
+      index++;
+      const run = await runConvoyCell({
+        ...cell,
+        rep,
+        order,
+        seconds: options.seconds,
+        synchronous: options.synchronous,
+        walLimitMb: options.walLimitMb,
+        dir: join(options.workDir, `convoy-${index}`),
+        socket: join(options.socketDir, `c${index}.sock`),
+        messagesFile: options.messagesFile,
+      });
+      runs.push(run);
+      log(
+        `convoy rep ${rep + 1}/${options.reps} K=${String(cell.k).padStart(2)} ${cell.mode.padEnd(16)} ` +
+          `${run.appendsPerS.toFixed(0).padStart(6)} appends/s  p99 ${run.latencyMs.p99.toFixed(1)} ms  ` +
+          `max ${run.latencyMs.max.toFixed(0)} ms  failures ${run.failures}  rows ${run.rows.exact ? "exact" : "MISMATCH"}`,
+      );
+    }
+  }
+  return summarize(runs, skipped, options.ks);
+}
+
+function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: number[]): ConvoyResult {
+  const cells = new Map<string, ConvoyRun[]>();
+  for (const run of runs) {
+    const key = `${run.mode}@${run.k}`;
+    cells.set(key, [...(cells.get(key) ?? []), run]);
+  }
+  const summary = [...cells.values()].map(summarizeCell);
+  const find = (mode: ConvoyMode, k: number, rep: number) => runs.find((r) => r.mode === mode && r.k === k && r.rep === rep);
+  const reps = Math.max(0, ...runs.map((r) => r.rep + 1));
+  const perRep = <T>(f: (rep: number) => T) => Array.from({ length: reps }, (_, rep) => f(rep));
+  const ratios = ks.map((k) => {
+    const pairs = perRep((rep) => [find("daemon", k, rep), find("jitter", k, rep)] as const);
+    return {
+      k,
+      throughput: spread(pairs.map(([d, j]) => ratio(d?.appendsPerS, j?.appendsPerS))),
+      p99: spread(pairs.map(([d, j]) => ratio(d?.latencyMs.p99, j?.latencyMs.p99))),
+      max: spread(pairs.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
+    };
+  });
+  const pipelinedVsCeiling = spread(
+    perRep((rep) => ratio(find("daemon-pipelined", 1, rep)?.appendsPerS, find("ceiling", 1, rep)?.appendsPerS)),
+  );
+  const histogramK = Math.max(...ks);
+  const histogramModes = [...new Set(runs.map((r) => r.mode))];
+  const histograms = histogramModes.map((mode) => {
+    const k = MODES[mode].clients === "k" ? histogramK : 1;
+    return { mode, counts: addHistograms(runs.filter((r) => r.mode === mode && r.k === k).map((r) => r.histogram)) };
+  });
+  return { skipped, runs, summary, ratios, pipelinedVsCeiling, histogramK, histograms };
+}
+
+function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
+  const first = runs[0]!;
+  const of = (f: (r: ConvoyRun) => number | null) => spread(runs.map(f));
+  return {
+    mode: first.mode,
+    k: first.k,
+    clients: first.clients,
+    reps: runs.length,
+    appendsPerS: of((r) => r.appendsPerS),
+    p50: of((r) => r.latencyMs.p50),
+    p99: of((r) => r.latencyMs.p99),
+    p999: of((r) => r.latencyMs.p999),
+    max: of((r) => r.latencyMs.max),
+    failures: runs.reduce((sum, r) => sum + r.failures, 0),
+    fairness: of((r) => r.fairness),
+    commits: of((r) => r.commits),
+    meanBatchSize: of((r) => r.meanBatchSize),
+    retries: of((r) => r.retries),
+    rowsExact: runs.every((r) => r.rows.exact),
+    rowsChecked: runs.reduce((sum, r) => sum + r.rows.expected, 0),
+    machineBusy: of((r) => r.cpu.machineBusy),
+    daemonCores: of((r) => (r.cpu.daemonS === null ? null : r.cpu.daemonS / r.elapsedS)),
+    clientCores: of((r) => r.cpu.clientsS / r.elapsedS),
+    otherCores: of((r) => r.cpu.otherCores),
+  };
+}

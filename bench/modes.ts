@@ -1,0 +1,67 @@
+/**
+ * The convoy modes, in one table: who writes, through what, how many clients. Every run of the
+ * matrix and every line of the report derives from it.
+ */
+import { PYTHON_WORKER, pythonVersion, workerScript } from "./paths.js";
+
+export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "daemon", "daemon-pipelined", "ceiling"] as const;
+export type ConvoyMode = (typeof CONVOY_MODES)[number];
+
+export interface ModeSpec {
+  readonly label: string;
+  /** "k": K client processes; "one": a single process whatever K. */
+  readonly clients: "k" | "one";
+  /** Needs a `sessiondb serve` process on the run's file. */
+  readonly daemon: boolean;
+  readonly runtime: "node" | "python";
+  /** Script: a compiled Node worker or the Python writer. */
+  readonly script: () => string;
+  /** Appends each client keeps in flight. */
+  readonly inFlight: number;
+  /** Appends per transaction. */
+  readonly batch: number;
+  /** Whether the mode's clients count application retries. */
+  readonly countsRetries: boolean;
+  /** Why this mode cannot run here, or null. */
+  readonly unavailable: () => string | null;
+}
+
+const always = () => null;
+
+export const MODES = {
+  busy: {
+    label: "better-sqlite3, busy_timeout 5 s only",
+    clients: "k", daemon: false, runtime: "node", script: () => workerScript("busy"),
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
+  },
+  jitter: {
+    label: "sessiondb direct mode (jittered retry)",
+    clients: "k", daemon: false, runtime: "node", script: () => workerScript("jitter"),
+    inFlight: 1, batch: 1, countsRetries: true, unavailable: always,
+  },
+  "python-jitter": {
+    label: "Python sqlite3, the reference's jittered retry",
+    clients: "k", daemon: false, runtime: "python", script: () => PYTHON_WORKER,
+    inFlight: 1, batch: 1, countsRetries: true,
+    unavailable: () => (pythonVersion() === null ? "python3 is not installed" : null),
+  },
+  daemon: {
+    label: "sessiondb clients through the daemon",
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"),
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
+  },
+  "daemon-pipelined": {
+    label: "one daemon client, 64 appends in flight",
+    clients: "one", daemon: true, runtime: "node", script: () => workerScript("daemon"),
+    inFlight: 64, batch: 1, countsRetries: false, unavailable: always,
+  },
+  ceiling: {
+    label: "one process, 100 appends per transaction",
+    clients: "one", daemon: false, runtime: "node", script: () => workerScript("ceiling"),
+    inFlight: 1, batch: 100, countsRetries: false, unavailable: always,
+  },
+} as const satisfies Record<ConvoyMode, ModeSpec>;
+
+export function isConvoyMode(name: string): name is ConvoyMode {
+  return (CONVOY_MODES as readonly string[]).includes(name);
+}

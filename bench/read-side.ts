@@ -1,0 +1,183 @@
+/**
+ * The read side: on a generated corpus, the latency of four FTS searches (a rare term, a common
+ * term, a phrase, a CJK substring) and of the rich listing, and the throughput of exportAll,
+ * each with the database idle and while a writer appends flat out, in direct mode and through
+ * the daemon. In direct mode the reads run in this process; the writer is always its own process.
+ */
+import { join } from "node:path";
+import { openSessionDB, type SessionDB } from "../src/index.js";
+import type { BenchChild } from "./child-process.js";
+import { ensureCorpus, type Corpus, type QueryKind } from "./corpus.js";
+import { ServedCopy, VIAS, type Via } from "./served-copy.js";
+import { summarizeLatencies } from "./stats.js";
+import type { WriterReport } from "./workers/protocol.js";
+
+export interface ReadSideOptions {
+  sizes: number[];
+  seed: number;
+  cacheDir: string;
+  workDir: string;
+  socketDir: string;
+  /** Time spent measuring each operation in each condition. */
+  opSeconds: number;
+  synchronous: "FULL" | "NORMAL";
+  walLimitMb: number | null;
+  messagesFile: string;
+}
+
+export const READ_OPS = ["search-rare", "search-common", "search-phrase", "search-cjk", "list-rich-50"] as const;
+export type ReadOp = (typeof READ_OPS)[number];
+export type Load = "idle" | "writing";
+
+export interface ReadLatency {
+  via: Via;
+  load: Load;
+  op: ReadOp;
+  /** The search as typed; null for the listing. */
+  query: string | null;
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Rows the operation returned. */
+  rows: number;
+}
+
+export interface ExportFigures {
+  via: Via;
+  load: Load;
+  seconds: number;
+  sessions: number;
+  messages: number;
+  messagesPerS: number;
+}
+
+export interface WriterFigures {
+  via: Via;
+  appendsPerS: number;
+  p99: number;
+  failures: number;
+}
+
+export interface ReadSizeResult {
+  corpus: Omit<Corpus, "path">;
+  latencies: ReadLatency[];
+  exports: ExportFigures[];
+  /** The flat-out writer of the "writing" condition. */
+  writers: WriterFigures[];
+}
+
+export interface ReadSideResult {
+  opSeconds: number;
+  sizes: ReadSizeResult[];
+}
+
+/** Every operation runs at least this often, however slow, so p99 means something. */
+const MIN_SAMPLES = 5;
+const MAX_SAMPLES = 5000;
+/** Lets the writer get going before the "writing" measurements. */
+const WRITER_WARMUP_MS = 300;
+
+const SEARCHES: Record<Exclude<ReadOp, "list-rich-50">, QueryKind> = {
+  "search-rare": "rare",
+  "search-common": "common",
+  "search-phrase": "phrase",
+  "search-cjk": "cjk",
+};
+
+export async function runReadSide(options: ReadSideOptions, log: (line: string) => void): Promise<ReadSideResult> {
+  const sizes: ReadSizeResult[] = [];
+  for (const [index, size] of options.sizes.entries()) {
+    const corpus = ensureCorpus(size, options.seed, options.cacheDir);
+    log(
+      `read: corpus of ${size} messages, ${corpus.sessions} sessions, ${(corpus.bytes / 2 ** 20).toFixed(0)} MiB` +
+        (corpus.generatedInS === null ? " (cached)" : ` (generated in ${corpus.generatedInS.toFixed(1)} s)`),
+    );
+    const result: ReadSizeResult = { corpus: withoutPath(corpus), latencies: [], exports: [], writers: [] };
+    // Alternate which way goes first from one size to the next.
+    const vias = index % 2 === 0 ? VIAS : [...VIAS].reverse();
+    for (const via of vias) await measureVia(corpus, via, options, result, log);
+    sizes.push(result);
+  }
+  return { opSeconds: options.opSeconds, sizes };
+}
+
+function withoutPath(corpus: Corpus): Omit<Corpus, "path"> {
+  const { path: _path, ...rest } = corpus;
+  return rest;
+}
+
+async function measureVia(corpus: Corpus, via: Via, options: ReadSideOptions, result: ReadSizeResult, log: (line: string) => void) {
+  const copy = await ServedCopy.open(corpus, {
+    via,
+    dir: join(options.workDir, `read-${corpus.messages}-${via}`),
+    socket: join(options.socketDir, `r-${via}.sock`),
+    synchronous: options.synchronous,
+    walLimitMb: options.walLimitMb,
+  });
+  let writer: BenchChild<WriterReport> | null = null;
+  let db: SessionDB | null = null;
+  try {
+    db = await openSessionDB(copy.openOptions);
+    await measureAll(db, corpus, via, "idle", options.opSeconds, result);
+    writer = copy.flatOutWriter(options.messagesFile);
+    await writer.ready();
+    writer.go();
+    await new Promise((resolve) => setTimeout(resolve, WRITER_WARMUP_MS));
+    await measureAll(db, corpus, via, "writing", options.opSeconds, result);
+    writer.stop();
+    const report = await writer.report();
+    const elapsedS = Math.max(1e-3, (report.endMs - report.startMs) / 1000);
+    result.writers.push({ via, appendsPerS: report.appends / elapsedS, p99: summarizeLatencies(report.latenciesMs).p99, failures: report.failures });
+    log(`read: ${corpus.messages} messages via ${via}: done (writer ${(report.appends / elapsedS).toFixed(0)} appends/s)`);
+  } finally {
+    writer?.kill();
+    await db?.close();
+    await copy.close();
+  }
+}
+
+async function measureAll(db: SessionDB, corpus: Corpus, via: Via, load: Load, seconds: number, result: ReadSizeResult) {
+  for (const op of READ_OPS) {
+    const query = op === "list-rich-50" ? null : corpus.queries[SEARCHES[op]];
+    const run = query === null ? () => db.listSessionsRich({ limit: 50 }) : () => db.searchMessages(query);
+    const { latencies, rows } = await sample(run, seconds);
+    const s = summarizeLatencies(latencies);
+    result.latencies.push({ via, load, op, query, n: s.count, p50: s.p50, p99: s.p99, max: s.max, rows });
+  }
+  result.exports.push({ via, load, ...(await exportPass(db)) });
+}
+
+/** One warm-up call, then calls until the time is up (at least MIN_SAMPLES, at most MAX_SAMPLES). */
+async function sample(run: () => Promise<unknown[]>, seconds: number): Promise<{ latencies: number[]; rows: number }> {
+  let rows = (await run()).length;
+  const latencies: number[] = [];
+  const until = performance.now() + seconds * 1000;
+  while (latencies.length < MIN_SAMPLES || (latencies.length < MAX_SAMPLES && performance.now() < until)) {
+    const t0 = performance.now();
+    rows = (await run()).length;
+    latencies.push(performance.now() - t0);
+  }
+  return { latencies, rows };
+}
+
+async function exportPass(db: SessionDB): Promise<Omit<ExportFigures, "via" | "load">> {
+  const t0 = performance.now();
+  let sessions = 0;
+  let messages = 0;
+  for await (const session of db.exportAll()) {
+    sessions++;
+    messages += session.messages.length;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { seconds, sessions, messages, messagesPerS: messages / seconds };
+}
+
+/** The search with the highest idle p50 in direct mode on the smallest corpus: the WAL check loops it. */
+export function slowestSearch(result: ReadSideResult): { op: ReadOp; query: string } | null {
+  const first = result.sizes[0];
+  if (first === undefined) return null;
+  const candidates = first.latencies.filter((l) => l.via === "direct" && l.load === "idle" && l.query !== null);
+  const slowest = candidates.sort((a, b) => b.p50 - a.p50)[0];
+  return slowest === undefined ? null : { op: slowest.op, query: slowest.query! };
+}

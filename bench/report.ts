@@ -1,0 +1,170 @@
+/**
+ * The report of a run: Markdown tables on stdout (they paste into the README as they are), and
+ * `<out>/<timestamp>.json` with the charts next to it.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BenchResult } from "./bench-result.js";
+import { writeCharts } from "./charts.js";
+import { machineLine } from "./machine.js";
+import { MODES } from "./modes.js";
+import { READ_OPS, type ReadSizeResult } from "./read-side.js";
+import { VIAS } from "./served-copy.js";
+import type { Spread } from "./stats.js";
+
+/** Three significant-ish digits: 12345, 123, 12.3, 1.23, 0.123. */
+export function num(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return "—";
+  const a = Math.abs(n);
+  if (a >= 100) return n.toFixed(0);
+  if (a >= 10) return n.toFixed(1);
+  if (a >= 1) return n.toFixed(2);
+  return n.toFixed(3);
+}
+
+function int(n: number): string {
+  return n.toFixed(0);
+}
+
+function percent(n: number): string {
+  return `${(100 * n).toFixed(0)}%`;
+}
+
+function cores(n: number): string {
+  return n.toFixed(2);
+}
+
+/** Cores other programs kept busy (median over the runs) above which the figures are disturbed. */
+const DISTURBED_CORES = 0.3;
+
+function disturbance(result: BenchResult): string[] {
+  const others = result.convoy.runs.map((r) => r.cpu.otherCores).filter((n): n is number => n !== null).sort((a, b) => a - b);
+  const median = others[others.length >> 1];
+  if (median === undefined || median < DISTURBED_CORES) return [];
+  const load = result.machine.loadAverage.map((n) => n.toFixed(1)).join(", ");
+  return [
+    `**Warning: this machine was not quiet.** Other processes kept a median of ${median.toFixed(2)} of its ${result.machine.cores} cores busy during the convoy runs (load average at the start: ${load}). Figures and ratios are disturbed; run again on a quiet machine.`,
+  ];
+}
+
+/** The median, and its range when there was more than one repetition. */
+function med(s: Spread | null, digits: (n: number) => string = num): string {
+  if (s === null) return "—";
+  return s.n > 1 ? `${digits(s.median)} (${digits(s.min)}–${digits(s.max)})` : digits(s.median);
+}
+
+function markdownTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+function convoyTable(result: BenchResult): string {
+  const rows = result.convoy.summary.map((c) => [
+    c.mode,
+    MODES[c.mode].clients === "one" ? "1" : String(c.k),
+    med(c.appendsPerS),
+    med(c.p50),
+    med(c.p99),
+    med(c.p999),
+    med(c.max),
+    String(c.failures),
+    med(c.fairness),
+    med(c.commits, int),
+    med(c.meanBatchSize),
+    c.retries === null ? "n/a" : med(c.retries, int),
+    `${med(c.machineBusy, percent)}: ${med(c.clientCores, cores)} / ${med(c.daemonCores, cores)} / ${med(c.otherCores, cores)}`,
+    c.rowsExact ? `exact (${c.rowsChecked})` : "MISMATCH",
+  ]);
+  return markdownTable(
+    ["mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "rows"],
+    rows,
+  );
+}
+
+function ratioTable(result: BenchResult): string {
+  const rows = result.convoy.ratios.map((r) => [String(r.k), med(r.throughput), med(r.p99), med(r.max)]);
+  const table = markdownTable(["K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max"], rows);
+  return `${table}\n\ndaemon-pipelined / ceiling appends/s: ${med(result.convoy.pipelinedVsCeiling)}`;
+}
+
+function targetTable(result: BenchResult): string {
+  const rows = result.targets.map((t) => [
+    t.target,
+    t.k === null ? "" : String(t.k),
+    t.value !== null && Number.isInteger(t.value) ? String(t.value) : num(t.value),
+    `${t.direction} ${t.bound}`,
+    t.met ? "met" : "NOT MET",
+  ]);
+  return markdownTable(["issue 3 target", "K", "measured (median)", "target", ""], rows);
+}
+
+function readTable(size: ReadSizeResult): string {
+  const conditions = VIAS.flatMap((via) => (["idle", "writing"] as const).map((load) => ({ via, load })));
+  const header = ["operation", ...conditions.map((c) => `${c.via} ${c.load} p50 / p99 ms`)];
+  const rows = READ_OPS.map((op) => {
+    const first = size.latencies.find((l) => l.op === op);
+    const label = first?.query === null || first === undefined ? op : `${op} ${first.query} (${first.rows} rows)`;
+    return [
+      label,
+      ...conditions.map((c) => {
+        const l = size.latencies.find((x) => x.op === op && x.via === c.via && x.load === c.load);
+        return l === undefined ? "—" : `${num(l.p50)} / ${num(l.p99)}`;
+      }),
+    ];
+  });
+  rows.push([
+    "exportAll messages/s",
+    ...conditions.map((c) => num(size.exports.find((e) => e.via === c.via && e.load === c.load)?.messagesPerS)),
+  ]);
+  const writers = size.writers.map((w) => `${w.via} ${num(w.appendsPerS)} appends/s (p99 ${num(w.p99)} ms, ${w.failures} failures)`).join("; ");
+  const c = size.corpus;
+  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). Flat-out writer: ${writers}.\n\n${markdownTable(header, rows)}`;
+}
+
+function walTable(result: BenchResult): string {
+  const wal = result.wal!;
+  const rows = wal.series.map((s) => [
+    s.via,
+    num(s.maxMib),
+    num(s.finalMib),
+    num(s.writerAppendsPerS),
+    `${s.readerLoops} (p50 ${num(s.readerP50)} ms)`,
+    s.checkpoints === null ? "n/a" : `${s.checkpoints.passive} passive, ${s.checkpoints.truncate} truncate`,
+  ]);
+  const limit = wal.walLimitMb === null ? "the daemon's default WAL bound" : `the daemon's WAL bound at ${wal.walLimitMb} MiB`;
+  return (
+    `${wal.seconds} s, corpus of ${wal.corpusMessages} messages, reader looping ${wal.op} ${wal.query}, ${limit}.\n\n` +
+    markdownTable(["via", "max -wal MiB", "final -wal MiB", "writer appends/s", "reader searches", "daemon checkpoints"], rows)
+  );
+}
+
+export function formatReport(result: BenchResult): string {
+  const parts = [
+    `## sessiondb benchmark (${result.options.preset})`,
+    machineLine(result.machine, result.startedAt),
+    `fsync of a 16 KiB write in the work directory (ms), before / after the suite: p50 ${num(result.fsyncMs.before.p50)} / ${num(result.fsyncMs.after.p50)}, p99 ${num(result.fsyncMs.before.p99)} / ${num(result.fsyncMs.after.p99)}, max ${num(result.fsyncMs.before.max)} / ${num(result.fsyncMs.after.max)}.`,
+    `${result.options.reps} repetition(s) × ${result.options.seconds} s per run, modes alternating; messages of ~${Math.round(result.messageChars)} chars; synchronous=${result.options.synchronous}; medians (range over repetitions).`,
+    ...disturbance(result),
+    "### Convoy: K processes appending one message at a time",
+    convoyTable(result),
+    "cpu: share of the machine busy during the run: cores used by the clients / the daemon / everything else.",
+    ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
+    "### Ratios (within each repetition)",
+    ratioTable(result),
+    ...(result.targets.length > 0 ? ["### Targets", targetTable(result)] : []),
+    ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size)]),
+    ...(result.wal !== null ? ["### WAL growth", walTable(result)] : []),
+    `Suite time: ${num(result.durationS)} s.`,
+  ];
+  return `${parts.join("\n\n")}\n`;
+}
+
+/** Writes the JSON and the charts; returns the paths written. */
+export async function writeResults(result: BenchResult, outDir: string): Promise<string[]> {
+  mkdirSync(outDir, { recursive: true });
+  const stem = result.startedAt.replace(/[:.]/g, "-");
+  const json = join(outDir, `${stem}.json`);
+  writeFileSync(json, `${JSON.stringify(result, null, 1)}\n`);
+  return [json, ...(await writeCharts(result, outDir, stem))];
+}

@@ -1,0 +1,71 @@
+/**
+ * `npm run bench` (quick, under 3 minutes on 2 cores) and `npm run bench -- --full`: runs the
+ * suite, prints the tables, writes `bench/results/<timestamp>.json` and the charts next to it.
+ * Exits non-zero if any run lost an acknowledged append.
+ */
+import { parseArgs } from "node:util";
+import { BenchOptionError, resolveBenchOptions, type BenchArgs } from "./options.js";
+import { formatReport, writeResults } from "./report.js";
+import { runSuite } from "./suite.js";
+
+const USAGE = `Usage: npm run bench [-- options]
+
+  --full                 longer runs: K up to 64, 3 repetitions, corpora of 200,000 and 1,000,000 messages
+  --k 1,4,16,32          client process counts of the convoy matrix
+  --seconds N            length of each convoy run (quick 3, full 10)
+  --reps N               repetitions of the matrix (quick 1, full 3)
+  --modes a,b            convoy modes: busy, jitter, python-jitter, daemon, daemon-pipelined, ceiling
+  --synchronous MODE     FULL (default) or NORMAL, for the daemon and every mode that can set it
+                         (sessiondb's direct mode always runs FULL)
+  --messages N,M         corpus sizes of the read side (quick 20000); 0 skips the read side and WAL check
+  --read-seconds N       measuring time per read operation and condition (quick 0.6, full 4)
+  --wal-seconds N        length of each WAL growth run (quick 4, full 20)
+  --wal-limit-mb N       the daemons' WAL bound (default: the daemon's own; the quick WAL check uses 8)
+  --seed N               seed of the generated text (default 42)
+  --out DIR              results directory (default bench/results)
+  --cache-dir DIR        generated corpora (default bench/.cache)
+  --work-dir DIR         where run files go (default: a temporary directory, removed afterwards)
+`;
+
+const STRING_OPTIONS = [
+  "k", "seconds", "reps", "messages", "synchronous", "modes", "read-seconds", "wal-seconds", "wal-limit-mb", "seed", "out",
+  "cache-dir", "work-dir",
+] as const;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      full: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      ...Object.fromEntries(STRING_OPTIONS.map((name) => [name, { type: "string" as const }])),
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const options = resolveBenchOptions(values as BenchArgs);
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  log(`sessiondb bench (${options.preset}): K=${options.ks.join(",")}, ${options.reps} rep(s) × ${options.seconds} s, modes ${options.modes.join(", ")}`);
+  const result = await runSuite(options, log);
+  process.stdout.write(formatReport(result));
+  const files = await writeResults(result, options.out);
+  process.stdout.write(`\nWritten: ${files.join(", ")}\n`);
+  const lost = result.convoy.runs.filter((r) => !r.rows.exact);
+  if (lost.length > 0) {
+    log(`ROW COUNT MISMATCH in ${lost.length} run(s): ${lost.map((r) => `${r.mode} K=${r.k} rep ${r.rep + 1}`).join(", ")}`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    const usage = err instanceof BenchOptionError || (err as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS");
+    process.stderr.write(`${usage ? `${(err as Error).message}\n\n${USAGE}` : ((err as Error)?.stack ?? String(err))}\n`);
+    process.exitCode = usage ? 2 : 1;
+  },
+);
