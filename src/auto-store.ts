@@ -3,9 +3,9 @@ import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
-import { operations, OP_NAMES, type OpName } from "./engine/operations.js";
+import { operations, type OpName } from "./engine/operations.js";
+import { installOperationMethods, type OperationMethods } from "./operation-methods.js";
 
-type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
 
 /**
  * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
@@ -64,15 +64,6 @@ export class AutoStore implements SessionDB {
   }
 }
 
-export interface AutoStore extends Methods {}
+export interface AutoStore extends OperationMethods {}
 
-for (const name of OP_NAMES) {
-  if (operations[name].kind === "stream") continue;
-  Object.defineProperty(AutoStore.prototype, name, {
-    value: function (this: AutoStore, ...args: unknown[]) {
-      return this.call(name, args);
-    },
-    writable: true,
-    configurable: true,
-  });
-}
+installOperationMethods(AutoStore);

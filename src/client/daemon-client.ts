@@ -2,12 +2,12 @@ import { connect, type Socket } from "node:net";
 import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import { operations, OP_NAMES, type OpName } from "../engine/operations.js";
-import { checkPlainMessagePack, decodeBody, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
+import { isOpName, operations, OP_NAMES, type OpName } from "../engine/operations.js";
+import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
+import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
-type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
 const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
@@ -224,17 +224,25 @@ export class DaemonClient implements SessionDB {
 
 /**
  * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
- * or typed array, which become extension types the daemon refuses by closing the connection)
- * fail this request alone with INVALID_ARGUMENT, before anything is sent.
+ * or typed array, which become extension types the daemon refuses by closing the connection),
+ * and requests larger than the daemon's frame limit (which it also answers by closing the
+ * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
  */
-function requestFrame(id: number, op: string, args: unknown[], timeoutMs: number): Buffer {
+function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number): Buffer {
+  let frame: Buffer;
   try {
-    const frame = encodeFrame({ id, op, args, timeoutMs });
+    frame = encodeFrame({ id, op, args, timeoutMs });
     checkPlainMessagePack(frame.subarray(HEADER_BYTES));
-    return frame;
   } catch (err) {
     throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
   }
+  const bytes = frame.length - HEADER_BYTES;
+  if (bytes > DEFAULT_MAX_FRAME_BYTES) {
+    // An argument over its own documented limit fails as it does in direct mode.
+    if (isOpName(op)) operations[op].parse(args);
+    throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
+  }
+  return frame;
 }
 
 /** Trailing undefined arguments are left out, so "not given" stays "not given" on the daemon. */
@@ -244,15 +252,6 @@ function trimUndefined(args: readonly unknown[]): unknown[] {
   return args.slice(0, end);
 }
 
-export interface DaemonClient extends Methods {}
+export interface DaemonClient extends OperationMethods {}
 
-for (const name of OP_NAMES) {
-  if (operations[name].kind === "stream") continue;
-  Object.defineProperty(DaemonClient.prototype, name, {
-    value: function (this: DaemonClient, ...args: unknown[]) {
-      return this.call(name, args);
-    },
-    writable: true,
-    configurable: true,
-  });
-}
+installOperationMethods(DaemonClient);

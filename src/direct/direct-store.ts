@@ -6,12 +6,12 @@ import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { openConnection, type Connection } from "../engine/connection.js";
 import type { Args } from "../engine/args.js";
-import { operations, OP_NAMES, type OpName } from "../engine/operations.js";
+import { operations, type OpName } from "../engine/operations.js";
 import { ensureSchema } from "../engine/schema.js";
 import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
 import type { ExportCursor } from "../engine/export.js";
+import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
-type Methods = Omit<SessionDB, "mode" | "close" | "exportAll">;
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
@@ -123,15 +123,6 @@ function checkpoint(db: Connection): void {
   }
 }
 
-export interface DirectStore extends Methods {}
+export interface DirectStore extends OperationMethods {}
 
-for (const name of OP_NAMES) {
-  if (operations[name].kind === "stream") continue;
-  Object.defineProperty(DirectStore.prototype, name, {
-    value: function (this: DirectStore, ...args: unknown[]) {
-      return this.call(name, args);
-    },
-    writable: true,
-    configurable: true,
-  });
-}
+installOperationMethods(DirectStore);

@@ -1,0 +1,24 @@
+import type { SessionDB } from "./session-db.js";
+import { operations, OP_NAMES, type OpName } from "./engine/operations.js";
+
+/** The methods every store derives from the operation table (all but `exportAll` and `close`). */
+export type OperationMethods = Omit<SessionDB, "mode" | "close" | "exportAll">;
+
+/**
+ * Gives a store class one method per operation of the table, each a call of `call(name, args)`,
+ * so no store can miss an operation or wire one differently.
+ */
+export function installOperationMethods(
+  store: { prototype: { call(name: OpName, args: readonly unknown[]): Promise<unknown> } },
+): void {
+  for (const name of OP_NAMES) {
+    if (operations[name].kind === "stream") continue;
+    Object.defineProperty(store.prototype, name, {
+      value: function (this: { call(name: OpName, args: readonly unknown[]): Promise<unknown> }, ...args: unknown[]) {
+        return this.call(name, args);
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
+}
