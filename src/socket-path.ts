@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, realpathSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import { SessionDBError } from "./errors.js";
 
 /** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
@@ -39,11 +40,21 @@ export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv =
   return join(privateRuntimeDir(env), name);
 }
 
-/** `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`, created 0700. */
+/**
+ * `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`, created 0700. In /tmp anyone may
+ * have made that name first: a directory of another user (who could swap the socket) or a
+ * symbolic link is refused; one of ours that is open to others is closed to 0700.
+ */
 export function privateRuntimeDir(env: NodeJS.ProcessEnv = process.env): string {
-  const dir = env.XDG_RUNTIME_DIR
-    ? join(env.XDG_RUNTIME_DIR, "sessiondb")
-    : join("/tmp", `sessiondb-${process.getuid?.() ?? "user"}`);
+  const uid = process.getuid?.();
+  const dir = env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "sessiondb") : join("/tmp", `sessiondb-${uid ?? "user"}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (uid === undefined) return dir;
+  const stat = lstatSync(dir);
+  const refuse = (why: string) => new SessionDBError("IO", `refusing ${dir} as the private directory for the daemon's socket: ${why}`);
+  if (stat.isSymbolicLink()) throw refuse("it is a symbolic link");
+  if (!stat.isDirectory()) throw refuse("it is not a directory");
+  if (stat.uid !== uid) throw refuse(`it is owned by uid ${stat.uid}, not by this user (uid ${uid})`);
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
   return dir;
 }

@@ -46,6 +46,8 @@ let busySince: number | null = null;
  * to copy it into the database.
  */
 let reclaimWal = false;
+/** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
+let held = false;
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -110,23 +112,20 @@ function dropExpired(jobs: Job[]): Job[] {
 }
 
 /**
- * Takes the write lock, waiting as long as it takes; jobs that expire meanwhile are answered
- * TIMEOUT. Any other failure to begin (I/O) is every job's answer. Returns the jobs to run.
+ * Takes the write lock for the live jobs (expired ones are answered TIMEOUT). Null when another
+ * process holds it: the caller tries again after a pause, back in the event loop, so requests
+ * that arrive meanwhile join the wait and expire on time too. Any other failure to begin (I/O)
+ * is every job's answer. Returns the jobs to run.
  */
-function acquireLock(conn: Connection, jobs: Job[]): Job[] {
-  for (;;) {
-    jobs = dropExpired(jobs);
-    if (jobs.length === 0) return jobs;
-    try {
-      tx.begin.run();
-      return jobs;
-    } catch (err) {
-      if (!isBusyError(err)) {
-        post({ type: "unapplied", outcomes: jobs.map((j) => fail(j, err)) });
-        return [];
-      }
-      pause(jitterMs(LOCK_RETRY));
-    }
+function acquireLock(jobs: Job[]): Job[] | null {
+  if (jobs.length === 0) return jobs;
+  try {
+    tx.begin.run();
+    return jobs;
+  } catch (err) {
+    if (isBusyError(err)) return null;
+    post({ type: "unapplied", outcomes: jobs.map((j) => fail(j, err)) });
+    return [];
   }
 }
 
@@ -147,9 +146,15 @@ function apply(conn: Connection, job: Job): WriteOutcome {
   }
 }
 
-function runBatch(conn: Connection): void {
-  let jobs = acquireLock(conn, queue.splice(0, config.maxBatch));
-  if (jobs.length === 0) return;
+/** One group commit. False when another process holds the write lock (the jobs stay queued). */
+function runBatch(conn: Connection): boolean {
+  const live = dropExpired(queue.splice(0, config.maxBatch));
+  let jobs = acquireLock(live);
+  if (jobs === null) {
+    queue.unshift(...live);
+    return false;
+  }
+  if (jobs.length === 0) return true;
   const lockedAt = performance.now();
   const outcomes: WriteOutcome[] = [];
   let done = 0;
@@ -180,6 +185,7 @@ function runBatch(conn: Connection): void {
   const end = performance.now();
   if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
   post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
+  return true;
 }
 
 function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult {
@@ -210,7 +216,8 @@ function schedule(): void {
 function step(): void {
   scheduled = false;
   const conn = db!;
-  if (queue.length > 0) {
+  const canWrite = queue.length > 0 && !held;
+  if (canWrite) {
     // After a long run of back-to-back transactions, leave the lock free for a moment so a
     // process writing the file directly (polling for the lock) gets its turn.
     const now = performance.now();
@@ -220,19 +227,24 @@ function step(): void {
       busySince = performance.now();
     }
     if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false).log !== 0;
-    runBatch(conn);
+    if (!runBatch(conn)) {
+      // Another process holds the write lock: try again shortly, with whatever arrives meanwhile.
+      scheduled = true;
+      setTimeout(step, jitterMs(LOCK_RETRY));
+      return;
+    }
   } else if (pendingCheckpoint !== null) {
     const { mode } = pendingCheckpoint;
     pendingCheckpoint = null;
     checkpoint(conn, mode, true);
-  } else if (closing) {
+  } else if (closing && queue.length === 0) {
     checkpoint(conn, "TRUNCATE", false);
     conn.close();
     post({ type: "closed" });
     port.close();
     return;
   }
-  if (queue.length > 0 || pendingCheckpoint !== null || closing) {
+  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held)) {
     schedule();
   } else {
     busySince = null;
@@ -252,8 +264,12 @@ if (db !== null) {
       case "checkpoint":
         pendingCheckpoint = message;
         break;
+      case "hold":
+        held = message.on;
+        break;
       case "close":
         closing = true;
+        held = false;
         break;
       case "crash":
         if (config.faultInjection) throw new Error("writer crashed on purpose (fault injection)");

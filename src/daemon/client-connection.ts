@@ -27,6 +27,8 @@ export class ClientConnection {
   readonly #decoder: FrameDecoder;
   readonly #writer: FrameWriter;
   #inFlight = 0;
+  /** Frames read but not yet run: one socket read can hold thousands of small requests. */
+  #held: Buffer[] = [];
   #readingPaused = false;
   #failed = false;
   #ending = false;
@@ -42,7 +44,7 @@ export class ClientConnection {
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
       for (const w of this.#drainWaiters.splice(0)) w();
-      this.#updateFlow();
+      this.#runHeld();
     });
     socket.on("close", () => {
       for (const w of this.#drainWaiters.splice(0)) w();
@@ -110,11 +112,16 @@ export class ClientConnection {
       this.#fail(toSessionDBError(err));
       return;
     }
-    for (const body of bodies) {
-      if (this.#failed) return;
+    this.#held.push(...bodies);
+    this.#runHeld();
+  }
+
+  /** Runs held frames while the client stays within its limits; the rest wait, and so does the socket. */
+  #runHeld(): void {
+    while (this.#held.length > 0 && !this.#failed && !this.#ending && !this.#overLimits()) {
       let value: unknown;
       try {
-        value = decodeBody(body);
+        value = decodeBody(this.#held.shift()!);
       } catch (err) {
         this.#fail(toSessionDBError(err));
         return;
@@ -122,6 +129,10 @@ export class ClientConnection {
       this.#dispatch(value);
     }
     this.#updateFlow();
+  }
+
+  #overLimits(): boolean {
+    return this.#inFlight >= this.#limits.maxInFlight || this.#socket.writableLength > this.#limits.maxBufferedBytes;
   }
 
   #dispatch(value: unknown): void {
@@ -139,15 +150,14 @@ export class ClientConnection {
     ).finally(() => {
       this.#inFlight--;
       if (this.#ending && this.#inFlight === 0) this.#finish();
-      else this.#updateFlow();
+      else this.#runHeld();
     });
   }
 
-  /** Reads while the client stays within its in-flight and buffered-reply limits. */
+  /** Reads while the client stays within its in-flight and buffered-reply limits and nothing is held. */
   #updateFlow(): void {
     if (this.#failed || this.#ending || this.#socket.destroyed) return;
-    const throttle =
-      this.#inFlight >= this.#limits.maxInFlight || this.#socket.writableLength > this.#limits.maxBufferedBytes;
+    const throttle = this.#held.length > 0 || this.#overLimits();
     if (throttle && !this.#readingPaused) {
       this.#readingPaused = true;
       this.#socket.pause();

@@ -34,7 +34,11 @@ export interface DaemonOptions {
   yieldEveryMs?: number;
   /** How long it leaves the lock free then, in ms, so processes writing directly get their turn. Default 1. */
   yieldMs?: number;
-  /** WAL size that triggers a TRUNCATE checkpoint. Default 64 MiB. */
+  /**
+   * WAL size that triggers a TRUNCATE checkpoint. Default 64 MiB. Past it, writes and new reads
+   * wait while running reads finish, so the WAL stays within about this size (plus what is written
+   * in the 100 ms between checks) unless another process keeps reading the file.
+   */
   walLimitBytes?: number;
   /** Largest frame a client may send. Default 16 MiB. */
   maxFrameBytes?: number;
@@ -100,8 +104,14 @@ function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
   };
 }
 
-const WAL_CHECK_INTERVAL_MS = 250;
+const WAL_CHECK_INTERVAL_MS = 100;
 const READ_PAUSE_MAX_MS = 2000;
+const WAL_RETRY_AFTER_BUSY_MS = 5000;
+/**
+ * Connections waiting to be accepted. A Unix socket refuses a connect past it at once (EAGAIN,
+ * no retry), so a burst of clients starting together needs room; the kernel caps it at somaxconn.
+ */
+const LISTEN_BACKLOG = 4096;
 
 /**
  * The daemon (SPEC §5): one writer thread with group commit, a pool of reader threads, and the
@@ -119,6 +129,8 @@ export class Daemon {
   readonly #walTimer: NodeJS.Timeout;
   #readsQueued = 0;
   #truncating = false;
+  /** No TRUNCATE before this time: the last one found another process reading. */
+  #walRetryAt = 0;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
@@ -231,7 +243,7 @@ export class Daemon {
     try {
       await new Promise<void>((resolve, reject) => {
         this.#server.once("error", reject);
-        this.#server.listen(socketPath, () => {
+        this.#server.listen({ path: socketPath, backlog: LISTEN_BACKLOG }, () => {
           this.#server.off("error", reject);
           resolve();
         });
@@ -339,21 +351,26 @@ export class Daemon {
   }
 
   /**
-   * Keeps the WAL bounded: past the limit, new reads wait briefly while running ones finish, so
-   * a TRUNCATE checkpoint finds no reader of ours pinning old frames.
+   * Keeps the WAL bounded: past the limit, writes and new reads wait briefly while running reads
+   * finish, so a TRUNCATE checkpoint finds no reader of ours pinning old frames.
    */
   async #watchWal(): Promise<void> {
-    if (this.#truncating || this.#closing !== null) return;
+    if (this.#truncating || this.#closing !== null || Date.now() < this.#walRetryAt) return;
     const size = walSize(this.options.path);
     if (size <= this.options.walLimitBytes) return;
     this.#truncating = true;
+    // Writes wait too, or the WAL would grow all the while running reads finish.
+    this.#writer.hold(true);
     try {
       await this.#readers.pause(READ_PAUSE_MAX_MS);
       const result = await this.#writer.checkpoint("TRUNCATE");
+      // Another process is reading: do not hold everyone up again at once.
+      if (result.busy) this.#walRetryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;
       this.options.log(
         `checkpoint TRUNCATE: WAL was ${(size / 1048576).toFixed(1)} MiB; ${result.busy ? "incomplete (another process is reading)" : "done"}, now ${(walSize(this.options.path) / 1048576).toFixed(1)} MiB`,
       );
     } finally {
+      this.#writer.hold(false);
       this.#readers.resume();
       this.#truncating = false;
     }

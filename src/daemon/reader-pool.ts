@@ -4,6 +4,12 @@ import type { OpName } from "../engine/operations.js";
 import type { ReadOutcome, ReaderConfig, ReadTask } from "../protocol/reader-messages.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
+/**
+ * V8's young generation per reader thread, in MB. Left at its default, each thread's heap kept
+ * growing for tens of thousands of searches (RSS +80 MiB with two threads) before it levelled
+ * off; capped, RSS stays flat and searches are as fast.
+ */
+const READER_YOUNG_GENERATION_MB = 8;
 
 export interface ReaderStats {
   threads: number;
@@ -35,6 +41,7 @@ export class ReaderPool {
       maxThreads: threads,
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: config,
+      resourceLimits: { maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB },
     });
     // A thread failing outside a task (its connection could not be opened) is reported as an
     // 'error' event: unheard, it would take the whole daemon down.

@@ -110,6 +110,11 @@ export class WriterClient {
     });
   }
 
+  /** Holds writes (they queue) while on, so the WAL stops growing until a TRUNCATE checkpoint. */
+  hold(on: boolean): void {
+    this.#send({ type: "hold", on });
+  }
+
   /** Test hook: makes the writer thread throw (only when fault injection is on). */
   crash(): void {
     this.#send({ type: "crash" });
@@ -185,6 +190,13 @@ export class WriterClient {
     this.#restarts++;
     const lost = this.#pending;
     this.#pending = new Map();
+    // Writes still in the outbox never reached the dead thread: they go to the new one.
+    for (const job of this.#outbox) {
+      const waiting = lost.get(job.seq);
+      if (waiting === undefined) continue;
+      lost.delete(job.seq);
+      this.#pending.set(job.seq, waiting);
+    }
     for (const p of lost.values()) {
       p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
     }

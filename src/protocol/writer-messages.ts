@@ -32,6 +32,8 @@ export interface WriteJob {
 export type ToWriter =
   | { type: "writes"; jobs: WriteJob[] }
   | { type: "checkpoint"; mode: "PASSIVE" | "TRUNCATE" }
+  /** While on, no transaction begins (writes queue): the WAL is over its limit and a TRUNCATE is coming. */
+  | { type: "hold"; on: boolean }
   | { type: "close" }
   | { type: "crash" }
   /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
