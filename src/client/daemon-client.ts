@@ -17,11 +17,18 @@ const LOCAL_GRACE_MS = 2000;
 /** Export pages held for a slow consumer before the socket stops being read. */
 const MAX_BUFFERED_CHUNKS = 4;
 
+/** How often deadlines are checked. One sweep for all requests: a timer per request cost a third
+ *  of a client's CPU per call when many processes each make one call at a time. */
+const SWEEP_INTERVAL_MS = 50;
+
 interface PendingRequest {
+  op: string;
   resolve(result: unknown): void;
   reject(err: SessionDBError): void;
   onChunk?: (items: unknown[]) => void;
-  timer: NodeJS.Timeout | null;
+  /** How long the request may go without a reply (or, streaming, without a page). */
+  patienceMs: number;
+  deadline: number;
 }
 
 function unavailable(socketPath: string, why: string): SessionDBError {
@@ -38,6 +45,7 @@ export class DaemonClient implements SessionDB {
   readonly #socket: Socket;
   readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
   readonly #pending = new Map<number, PendingRequest>();
+  #sweeper: NodeJS.Timeout | null = null;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #writer: FrameWriter;
   #nextId = 1;
@@ -165,14 +173,11 @@ export class DaemonClient implements SessionDB {
     }
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
     const request = new Promise((resolve, reject) => {
-      const pending: PendingRequest = { resolve, reject, timer: null };
+      const patienceMs = timeoutMs + graceMs;
+      const pending: PendingRequest = { op, resolve, reject, patienceMs, deadline: Date.now() + patienceMs };
       if (onChunk !== undefined) pending.onChunk = onChunk;
-      // A stream's deadline is for its first page; later pages keep it alive.
-      pending.timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new SessionDBError("TIMEOUT", `${op} got no answer from the daemon within ${timeoutMs + graceMs} ms`));
-      }, timeoutMs + graceMs);
       this.#pending.set(id, pending);
+      this.#startSweeper();
       this.#writer.write(frame);
     });
     this.#inFlight.add(request);
@@ -202,12 +207,12 @@ export class DaemonClient implements SessionDB {
       return;
     }
     if (Array.isArray(reply.chunk)) {
-      pending.timer?.refresh();
+      // A stream's deadline is for its first page; each page keeps it alive.
+      pending.deadline = Date.now() + pending.patienceMs;
       pending.onChunk?.(reply.chunk);
       return;
     }
     this.#pending.delete(id);
-    if (pending.timer !== null) clearTimeout(pending.timer);
     if (reply.ok === true) pending.resolve(reply.result);
     else pending.reject(fromWireError(reply.error));
   }
@@ -216,9 +221,27 @@ export class DaemonClient implements SessionDB {
     this.#lost ??= err;
     for (const [id, p] of this.#pending) {
       this.#pending.delete(id);
-      if (p.timer !== null) clearTimeout(p.timer);
       p.reject(err);
     }
+  }
+
+  /** Checks deadlines while requests are pending; stops when none are. */
+  #startSweeper(): void {
+    if (this.#sweeper !== null) return;
+    this.#sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const [id, p] of this.#pending) {
+        if (p.deadline > now) continue;
+        this.#pending.delete(id);
+        p.reject(new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${p.patienceMs} ms`));
+      }
+      if (this.#pending.size === 0 && this.#sweeper !== null) {
+        clearInterval(this.#sweeper);
+        this.#sweeper = null;
+      }
+    }, SWEEP_INTERVAL_MS);
+    // The socket keeps the process alive while requests are pending; the sweep need not.
+    this.#sweeper.unref();
   }
 }
 
