@@ -46,7 +46,8 @@ export class DaemonClient implements SessionDB {
   readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
   readonly #pending = new Map<number, PendingRequest>();
   #sweeper: NodeJS.Timeout | null = null;
-  readonly #inFlight = new Set<Promise<unknown>>();
+  /** Resolves `close()` once no request is pending. */
+  #idle: (() => void) | null = null;
   readonly #writer: FrameWriter;
   #nextId = 1;
   #lost: SessionDBError | null = null;
@@ -104,7 +105,7 @@ export class DaemonClient implements SessionDB {
   }
 
   /** Runs one operation of the table by name; the typed methods all come through here. */
-  async call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
+  call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
     return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
   }
 
@@ -148,7 +149,10 @@ export class DaemonClient implements SessionDB {
 
   /** Waits for requests in flight, then closes the connection. Idempotent. */
   close(): Promise<void> {
-    this.#closed ??= Promise.allSettled([...this.#inFlight]).then(() => {
+    this.#closed ??= new Promise<void>((resolve) => {
+      if (this.#pending.size === 0) resolve();
+      else this.#idle = resolve;
+    }).then(() => {
       this.#socket.end();
       this.#socket.destroy();
     });
@@ -180,9 +184,6 @@ export class DaemonClient implements SessionDB {
       this.#startSweeper();
       this.#writer.write(frame);
     });
-    this.#inFlight.add(request);
-    const forget = () => this.#inFlight.delete(request);
-    request.then(forget, forget);
     return request;
   }
 
@@ -212,7 +213,7 @@ export class DaemonClient implements SessionDB {
       pending.onChunk?.(reply.chunk);
       return;
     }
-    this.#pending.delete(id);
+    this.#forget(id);
     if (reply.ok === true) pending.resolve(reply.result);
     else pending.reject(fromWireError(reply.error));
   }
@@ -220,8 +221,17 @@ export class DaemonClient implements SessionDB {
   #connectionLost(err: SessionDBError): void {
     this.#lost ??= err;
     for (const [id, p] of this.#pending) {
-      this.#pending.delete(id);
+      this.#forget(id);
       p.reject(err);
+    }
+  }
+
+  /** Drops a request that is answered or failed; the last one lets a pending `close()` go on. */
+  #forget(id: number): void {
+    this.#pending.delete(id);
+    if (this.#pending.size === 0 && this.#idle !== null) {
+      this.#idle();
+      this.#idle = null;
     }
   }
 
@@ -232,7 +242,7 @@ export class DaemonClient implements SessionDB {
       const now = Date.now();
       for (const [id, p] of this.#pending) {
         if (p.deadline > now) continue;
-        this.#pending.delete(id);
+        this.#forget(id);
         p.reject(new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${p.patienceMs} ms`));
       }
       if (this.#pending.size === 0 && this.#sweeper !== null) {
