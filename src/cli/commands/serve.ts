@@ -8,7 +8,7 @@ export function registerServe(program: Command): void {
     .command("serve")
     .description("run the daemon for the database in the foreground (logs to stderr)")
     .option("--socket <path>", "the Unix socket (default: derived from the database path)")
-    .option("--readers <n>", "reader threads", positiveInt)
+    .option("--readers <n>", "reader threads (default: the number of cores, 2 to 8)", positiveInt)
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
     .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number }, command: Command) => {
