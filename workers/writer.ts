@@ -24,16 +24,16 @@ import type {
   WriterConfig,
 } from "../src/protocol/writer-messages.js";
 
-type Job = WriteJob;
-
 const config = workerData as WriterConfig;
 const port = parentPort!;
 /** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
 const LOCK_RETRY: RetryPolicy = { maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
+/** Opening and migrating the file wait for other processes too, but not forever. */
+const OPEN_RETRY: RetryPolicy = { ...LOCK_RETRY, maxAttempts: 1000 };
 const LOCK_BUSY_TIMEOUT_MS = 100;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
-const queue: Job[] = [];
+const queue: WriteJob[] = [];
 let pendingCheckpoint: ToWriter & { type: "checkpoint" } | null = null;
 let closing = false;
 let scheduled = false;
@@ -71,11 +71,11 @@ let tx: TransactionStatements;
 const db: Connection | null = (() => {
   try {
     // Switching a file to WAL needs a moment of exclusive access: retried like any busy write.
-    const conn = retryBusySync({ ...LOCK_RETRY, maxAttempts: 1000 }, () =>
+    const conn = retryBusySync(OPEN_RETRY, () =>
       openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous }),
     );
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
-    ensureSchema(conn, { ...LOCK_RETRY, maxAttempts: 1000 });
+    ensureSchema(conn, OPEN_RETRY);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -91,12 +91,12 @@ const db: Connection | null = (() => {
   }
 })();
 
-function fail(job: Job, err: unknown): WriteOutcome {
+function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
 }
 
 /** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
-function dropExpired(jobs: Job[]): Job[] {
+function dropExpired(jobs: WriteJob[]): WriteJob[] {
   const now = Date.now();
   const live = jobs.filter((j) => j.deadline > now);
   if (live.length < jobs.length) {
@@ -117,7 +117,7 @@ function dropExpired(jobs: Job[]): Job[] {
  * that arrive meanwhile join the wait and expire on time too. Any other failure to begin (I/O)
  * is every job's answer. Returns the jobs to run.
  */
-function acquireLock(jobs: Job[]): Job[] | null {
+function acquireLock(jobs: WriteJob[]): WriteJob[] | null {
   if (jobs.length === 0) return jobs;
   try {
     tx.begin.run();
@@ -130,7 +130,7 @@ function acquireLock(jobs: Job[]): Job[] | null {
 }
 
 /** Runs one job inside its own savepoint. */
-function apply(conn: Connection, job: Job): WriteOutcome {
+function apply(conn: Connection, job: WriteJob): WriteOutcome {
   tx.savepoint.run();
   try {
     const op = operations[job.op];

@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
 import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
-import { parseRequest, requestIdOf, type Request } from "../protocol/messages.js";
+import { parseRequest, requestIdOf, type Chunk, type Request, type Response } from "../protocol/messages.js";
 
 export interface ConnectionLimits {
   maxFrameBytes: number;
@@ -65,7 +65,7 @@ export class ClientConnection {
   /** Sends one frame of a streamed reply, waiting while the client is slow to read. */
   async sendChunk(id: number, chunk: unknown[]): Promise<void> {
     if (!this.open) throw new SessionDBError("CLOSED", "the client went away");
-    if (!this.#writer.write(encodeFrame({ id, chunk }))) {
+    if (!this.#writer.write(encodeFrame({ id, chunk } satisfies Chunk))) {
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
     }
   }
@@ -90,7 +90,7 @@ export class ClientConnection {
     this.#socket.removeAllListeners("data");
   }
 
-  #send(message: unknown): void {
+  #send(message: Response): void {
     if (this.open) this.#writer.write(encodeFrame(message));
   }
 

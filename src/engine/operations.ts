@@ -60,8 +60,6 @@ export const operations = {
   pruneSessions: sessions.pruneSessions,
 } satisfies { [K in OpName]: OperationFor<K> };
 
-export type Operation = (typeof operations)[OpName];
-
 export const OP_NAMES = Object.keys(operations) as OpName[];
 
 export function isOpName(name: unknown): name is OpName {
