@@ -86,6 +86,35 @@ test("pipelined requests are answered as they finish and matched by id", async (
   assert.equal(conn.isClosed, false);
 });
 
+test("the client reassembles replies that span many reads or share one, concurrently, byte for byte", async (t) => {
+  const daemon = await startDaemon(t, freshDbPath(t));
+  const db = await openSessionDB({ path: daemon.dbPath, socketPath: daemon.socketPath, mode: "daemon" });
+  t.after(() => db.close());
+  // Contents of many sizes around the client's 64 KiB read buffer, with multi-byte characters
+  // so that a byte out of place changes the text.
+  const sizes = [1, 700, 65_000, 65_536, 70_001, 200_003, 1_000_000];
+  const CHARACTERS = ["a", "é", "🐦", "z"];
+  const contents = new Map<string, string>();
+  for (const [i, size] of sizes.entries()) {
+    const id = `s${i}`;
+    const content = Array.from({ length: size }, (_, j) => CHARACTERS[(i + j) % CHARACTERS.length]).join("");
+    contents.set(id, content);
+    await db.createSession(id, "cli");
+    await db.appendMessage(id, { role: "user", content });
+  }
+  // Pipelined, so small replies land in one read with the ends and starts of large ones.
+  const reads = Array.from({ length: 60 }, (_, n) => {
+    const id = `s${n % sizes.length}`;
+    return n % 3 === 0
+      ? db.getSession(id).then((row) => assert.equal(row?.message_count, 1))
+      : db.getMessages(id).then((rows) => {
+          assert.equal(rows.length, 1);
+          assert.ok(rows[0]!.content === contents.get(id), `the content of ${id} came back intact`);
+        });
+  });
+  await Promise.all(reads);
+});
+
 test("a declared length over 16 MiB gets FRAME_TOO_LARGE without the body being awaited, and that connection closes", async (t) => {
   const daemon = await startDaemon(t, freshDbPath(t));
   const other = await RawConnection.open(t, daemon.socketPath);

@@ -14,6 +14,8 @@ const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
 /** Extra time a request waits locally beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;
+/** The buffer replies are read into; larger frames are assembled from several reads. */
+const READ_BUFFER_BYTES = 64 * 1024;
 /** Export pages held for a slow consumer before the socket stops being read. */
 const MAX_BUFFERED_CHUNKS = 4;
 
@@ -59,7 +61,6 @@ export class DaemonClient implements SessionDB {
     this.#socket = socket;
     this.#writer = new FrameWriter(socket);
     this.#options = options;
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", () => {
       // "close" follows and fails whatever is pending
     });
@@ -68,8 +69,15 @@ export class DaemonClient implements SessionDB {
 
   /** Connects and says hello; fails with UNAVAILABLE when no daemon for this file answers. */
   static async connect(options: ResolvedOptions): Promise<DaemonClient> {
+    // Replies are read into one buffer of the connection's own (`onread`), not a new one per read
+    // through the stream machinery: a client making one call at a time wakes for every reply.
+    let client: DaemonClient | null = null;
+    const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Buffer) => {
+      if (client !== null) client.#onData(buf.subarray(0, n));
+      return true;
+    } };
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect(options.socketPath);
+      const s = connect({ path: options.socketPath, onread });
       const timer = setTimeout(() => {
         s.destroy();
         reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
@@ -83,7 +91,7 @@ export class DaemonClient implements SessionDB {
         reject(unavailable(options.socketPath, err.code ?? err.message));
       });
     });
-    const client = new DaemonClient(socket, options);
+    client = new DaemonClient(socket, options);
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
@@ -190,7 +198,7 @@ export class DaemonClient implements SessionDB {
   #onData(chunk: Buffer): void {
     let bodies: Buffer[];
     try {
-      bodies = this.#decoder.push(chunk);
+      bodies = this.#decoder.push(chunk, true);
     } catch (err) {
       this.#connectionLost(err as SessionDBError);
       this.#socket.destroy();

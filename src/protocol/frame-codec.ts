@@ -21,7 +21,9 @@ const packr = new Packr({
   encodeUndefinedAsNil: true,
   skipValues: [undefined],
 } as ConstructorParameters<typeof Packr>[0]);
-const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: true, int64AsType: "number" });
+// copyBuffers: a decoded binary value must not be a view of the frame, whose bytes may belong to
+// a read buffer that is reused.
+const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: true, int64AsType: "number", copyBuffers: true });
 
 /** One frame holding `value`, in a buffer of its own (safe to hand to a socket). */
 export function encodeFrame(value: unknown): Buffer {
@@ -118,6 +120,10 @@ export function decodeBody(body: Uint8Array, trusted = false): unknown {
  * Reassembles frames from a byte stream. `push` returns the frame bodies completed by a chunk;
  * a declared length of 0 or above the limit fails with PROTOCOL or FRAME_TOO_LARGE before any
  * byte of the body is buffered.
+ *
+ * A chunk may be borrowed: a read buffer the socket fills again after this call (`onread`). The
+ * bodies returned may then be views of it, to be used before returning to the event loop; the
+ * bytes of a frame not yet complete are copied.
  */
 export class FrameDecoder {
   readonly #maxFrameBytes: number;
@@ -134,7 +140,7 @@ export class FrameDecoder {
     return this.#buffered;
   }
 
-  push(chunk: Buffer): Buffer[] {
+  push(chunk: Buffer, borrowed = false): Buffer[] {
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
     const bodies: Buffer[] = [];
@@ -152,6 +158,8 @@ export class FrameDecoder {
       bodies.push(this.#take(this.#expected));
       this.#expected = -1;
     }
+    const last = this.#chunks.length - 1;
+    if (borrowed && last >= 0 && this.#chunks[last]!.buffer === chunk.buffer) this.#chunks[last] = Buffer.from(this.#chunks[last]!);
     return bodies;
   }
 
