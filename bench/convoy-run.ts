@@ -105,6 +105,7 @@ function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild
     offset: index * 37,
     seconds: spec.seconds,
     synchronous: spec.synchronous,
+    operation: mode.operation,
     inFlight: mode.inFlight,
     batch: mode.batch,
     warmup: WARMUP_CALLS,
@@ -129,7 +130,8 @@ export async function runConvoyCell(spec: ConvoyRunSpec): Promise<ConvoyRun> {
     const after = await readings(daemon);
     await daemon?.stop();
     daemon = null;
-    const acknowledged = new Map(reports.map((r, i) => [`bench-${spec.mode}-${i}`, r.warmupAppends + r.appends]));
+    const appended = (r: WriterReport) => (mode.operation === "append" ? r.warmupAppends + r.appends : 0);
+    const acknowledged = new Map(reports.map((r, i) => [`bench-${spec.mode}-${i}`, appended(r)]));
     return figures(spec, reports, checkRows(db, acknowledged), before, after);
   } finally {
     for (const client of clients) client.kill();

@@ -57,6 +57,10 @@ export interface ConvoyRatio {
   throughput: Spread | null;
   p99: Spread | null;
   max: Spread | null;
+  /** daemon-ping / jitter calls per second: what the round trip alone allows, against direct mode. */
+  pingThroughput: Spread | null;
+  /** daemon / daemon-ping: the share of the bare round trip's rate the appends keep. */
+  appendsVsPing: Spread | null;
 }
 
 export interface ConvoyResult {
@@ -135,12 +139,14 @@ function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: numb
   const reps = Math.max(0, ...runs.map((r) => r.rep + 1));
   const perRep = <T>(f: (rep: number) => T) => Array.from({ length: reps }, (_, rep) => f(rep));
   const ratios = ks.map((k) => {
-    const pairs = perRep((rep) => [find("daemon", k, rep), find("jitter", k, rep)] as const);
+    const runsOfRep = perRep((rep) => [find("daemon", k, rep), find("jitter", k, rep), find("daemon-ping", k, rep)] as const);
     return {
       k,
-      throughput: spread(pairs.map(([d, j]) => ratio(d?.appendsPerS, j?.appendsPerS))),
-      p99: spread(pairs.map(([d, j]) => ratio(d?.latencyMs.p99, j?.latencyMs.p99))),
-      max: spread(pairs.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
+      throughput: spread(runsOfRep.map(([d, j]) => ratio(d?.appendsPerS, j?.appendsPerS))),
+      p99: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.p99, j?.latencyMs.p99))),
+      max: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
+      pingThroughput: spread(runsOfRep.map(([, j, p]) => ratio(p?.appendsPerS, j?.appendsPerS))),
+      appendsVsPing: spread(runsOfRep.map(([d, , p]) => ratio(d?.appendsPerS, p?.appendsPerS))),
     };
   });
   const pipelinedVsCeiling = spread(

@@ -4,7 +4,7 @@
  */
 import { PYTHON_WORKER, pythonVersion, workerScript } from "./paths.js";
 
-export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "daemon", "daemon-pipelined", "ceiling"] as const;
+export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "daemon", "daemon-ping", "daemon-pipelined", "ceiling"] as const;
 export type ConvoyMode = (typeof CONVOY_MODES)[number];
 
 export interface ModeSpec {
@@ -16,6 +16,8 @@ export interface ModeSpec {
   readonly runtime: "node" | "python";
   /** Script: a compiled Node worker or the Python writer. */
   readonly script: () => string;
+  /** What each call does: append a message, or `ping` the daemon (the round trip alone). */
+  readonly operation: "append" | "ping";
   /** Appends each client keeps in flight. */
   readonly inFlight: number;
   /** Appends per transaction. */
@@ -31,33 +33,38 @@ const always = () => null;
 export const MODES = {
   busy: {
     label: "better-sqlite3, busy_timeout 5 s only",
-    clients: "k", daemon: false, runtime: "node", script: () => workerScript("busy"),
+    clients: "k", daemon: false, runtime: "node", script: () => workerScript("busy"), operation: "append",
     inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
   },
   jitter: {
     label: "sessiondb direct mode (jittered retry)",
-    clients: "k", daemon: false, runtime: "node", script: () => workerScript("jitter"),
+    clients: "k", daemon: false, runtime: "node", script: () => workerScript("jitter"), operation: "append",
     inFlight: 1, batch: 1, countsRetries: true, unavailable: always,
   },
   "python-jitter": {
     label: "Python sqlite3, the reference's jittered retry",
-    clients: "k", daemon: false, runtime: "python", script: () => PYTHON_WORKER,
+    clients: "k", daemon: false, runtime: "python", script: () => PYTHON_WORKER, operation: "append",
     inFlight: 1, batch: 1, countsRetries: true,
     unavailable: () => (pythonVersion() === null ? "python3 is not installed" : null),
   },
   daemon: {
     label: "sessiondb clients through the daemon",
-    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"),
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
+  },
+  "daemon-ping": {
+    label: "sessiondb clients pinging the daemon: the round trip with no database work",
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "ping",
     inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
   },
   "daemon-pipelined": {
     label: "one daemon client, 64 appends in flight",
-    clients: "one", daemon: true, runtime: "node", script: () => workerScript("daemon"),
+    clients: "one", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
     inFlight: 64, batch: 1, countsRetries: false, unavailable: always,
   },
   ceiling: {
     label: "one process, 100 appends per transaction",
-    clients: "one", daemon: false, runtime: "node", script: () => workerScript("ceiling"),
+    clients: "one", daemon: false, runtime: "node", script: () => workerScript("ceiling"), operation: "append",
     inFlight: 1, batch: 100, countsRetries: false, unavailable: always,
   },
 } as const satisfies Record<ConvoyMode, ModeSpec>;

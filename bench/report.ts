@@ -83,8 +83,13 @@ function convoyTable(result: BenchResult): string {
 }
 
 function ratioTable(result: BenchResult): string {
-  const rows = result.convoy.ratios.map((r) => [String(r.k), med(r.throughput), med(r.p99), med(r.max)]);
-  const table = markdownTable(["K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max"], rows);
+  const rows = result.convoy.ratios.map((r) => [
+    String(r.k), med(r.throughput), med(r.p99), med(r.max), med(r.pingThroughput), med(r.appendsVsPing),
+  ]);
+  const table = markdownTable(
+    ["K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max", "daemon-ping/jitter calls/s", "daemon/daemon-ping"],
+    rows,
+  );
   return `${table}\n\ndaemon-pipelined / ceiling appends/s: ${med(result.convoy.pipelinedVsCeiling)}`;
 }
 
@@ -148,7 +153,8 @@ export function formatReport(result: BenchResult): string {
     ...disturbance(result),
     "### Convoy: K processes appending one message at a time",
     convoyTable(result),
-    "cpu: share of the machine busy during the run: cores used by the clients / the daemon / everything else.",
+    "cpu: share of the machine busy during the run: cores used by the clients / the daemon / everything else. " +
+      "daemon-ping's calls are pings: the same round trip with no database work, the most any daemon client can get here.",
     ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
     "### Ratios (within each repetition)",
     ratioTable(result),

@@ -71,6 +71,7 @@ export class ServedCopy {
       offset: 0,
       seconds: UNTIL_STOPPED_S,
       synchronous: this.#synchronous,
+      operation: "append",
       inFlight: this.daemon === null ? 1 : DAEMON_WRITER_IN_FLIGHT,
       batch: 1,
       warmup: 0,

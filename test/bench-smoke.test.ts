@@ -11,7 +11,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { BenchResult } from "../bench/bench-result.js";
-import { CONVOY_MODES } from "../bench/modes.js";
+import { CONVOY_MODES, MODES } from "../bench/modes.js";
 import { READ_OPS } from "../bench/read-side.js";
 import { tempDir } from "./helpers/temp-dir.js";
 
@@ -41,14 +41,16 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
     const runs = result.convoy.runs.filter((r) => r.mode === mode);
     assert.ok(runs.length > 0, `${mode} ran`);
     for (const run of runs) {
-      assert.ok(run.latencyMs.count > 0, `${mode} K=${run.k} appended during the run`);
-      assert.ok(run.rows.expected > 0, `${mode} K=${run.k} has acknowledged appends to check`);
+      assert.ok(run.latencyMs.count > 0, `${mode} K=${run.k} made calls during the run`);
+      if (MODES[mode].operation === "append") assert.ok(run.rows.expected > 0, `${mode} K=${run.k} has acknowledged appends to check`);
+      else assert.equal(run.rows.expected, 0, `${mode} K=${run.k} appends nothing`);
       assert.deepEqual(run.rows.mismatches, [], `${mode} K=${run.k}: every acknowledged append is in the file, no more`);
       assert.equal(run.rows.found, run.rows.expected);
     }
   }
   assert.deepEqual([...skipped].filter((m) => m !== "python-jitter"), [], "only python-jitter may be skipped (no python3)");
   assert.ok(result.convoy.ratios.some((r) => r.throughput !== null), "daemon/jitter ratios were computed");
+  assert.ok(result.convoy.ratios.some((r) => r.pingThroughput !== null && r.appendsVsPing !== null), "the ratios to daemon-ping were computed");
 
   const read = result.read?.sizes[0];
   assert.ok(read !== undefined, "the read side ran");

@@ -1,7 +1,9 @@
 /**
- * Convoy modes `daemon` and `daemon-pipelined`: a sessiondb client of the daemon, keeping
- * `inFlight` appends in flight (1: one at a time, like an agent; 64: the pipelining client).
+ * Convoy modes `daemon`, `daemon-ping` and `daemon-pipelined`: a sessiondb client of the daemon,
+ * keeping `inFlight` calls in flight (1: one at a time, like an agent; 64: the pipelining client).
+ * Each call appends a message, or pings (the same round trip with no database work).
  */
+import { DaemonClient } from "../../src/client/daemon-client.js";
 import { openSessionDB } from "../../src/index.js";
 import { appendLoop, asNewMessage, loadMessages } from "./append-loop.js";
 import { ChildControl, runChild } from "./child-control.js";
@@ -13,9 +15,12 @@ runChild(async () => {
   const messages = loadMessages(c.messagesFile);
   const db = await openSessionDB({ path: c.db, mode: "daemon", ...(c.socket !== null ? { socketPath: c.socket } : {}) });
   await db.createSession(c.sessionId, "bench-daemon");
-  const outcome = await appendLoop(control, { seconds: c.seconds, lanes: c.inFlight, warmup: c.warmup, perCall: 1 }, (n) =>
-    db.appendMessage(c.sessionId, asNewMessage(messages[(c.offset + n) % messages.length]!)),
-  );
+  if (!(db instanceof DaemonClient)) throw new Error("mode daemon opened no daemon client");
+  const call =
+    c.operation === "ping"
+      ? () => db.call("ping", [])
+      : (n: number) => db.appendMessage(c.sessionId, asNewMessage(messages[(c.offset + n) % messages.length]!));
+  const outcome = await appendLoop(control, { seconds: c.seconds, lanes: c.inFlight, warmup: c.warmup, perCall: 1 }, call);
   await db.close();
   control.report({ ...outcome, retries: null });
 });

@@ -18,6 +18,8 @@ export interface WriterConfig {
   /** Run length after `go`; `stop` on stdin ends it earlier. */
   seconds: number;
   synchronous: "FULL" | "NORMAL";
+  /** What each call does: append, or ping the daemon (no database work; the daemon client only). */
+  operation: "append" | "ping";
   /** Appends kept in flight (daemon client). */
   inFlight: number;
   /** Appends per transaction (ceiling). */
