@@ -102,6 +102,14 @@ test("the client reassembles replies that span many reads or share one, concurre
     await db.createSession(id, "cli");
     await db.appendMessage(id, { role: "user", content });
   }
+  // Bytes where text belongs, as another writer of the file may leave them: they reach the client
+  // as a binary value, which must not stay a view of the read buffer the next replies overwrite.
+  const blob = Buffer.from(Array.from({ length: 300 }, (_, i) => i % 251));
+  await db.createSession("blob", "cli");
+  rawWrite(daemon.dbPath, (raw) =>
+    raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('blob', 'user', ?, 1)").run(blob),
+  );
+  const blobRows = await db.getMessages("blob");
   // Pipelined, so small replies land in one read with the ends and starts of large ones.
   const reads = Array.from({ length: 60 }, (_, n) => {
     const id = `s${n % sizes.length}`;
@@ -113,6 +121,7 @@ test("the client reassembles replies that span many reads or share one, concurre
         });
   });
   await Promise.all(reads);
+  assert.deepEqual(blobRows[0]!.content, blob, "a binary value read earlier is unchanged by the reads after it");
 });
 
 test("a declared length over 16 MiB gets FRAME_TOO_LARGE without the body being awaited, and that connection closes", async (t) => {

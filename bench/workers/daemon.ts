@@ -14,8 +14,8 @@ runChild(async () => {
   const c = control.config;
   const messages = loadMessages(c.messagesFile);
   const db = await openSessionDB({ path: c.db, mode: "daemon", ...(c.socket !== null ? { socketPath: c.socket } : {}) });
-  await db.createSession(c.sessionId, "bench-daemon");
   if (!(db instanceof DaemonClient)) throw new Error("mode daemon opened no daemon client");
+  await db.createSession(c.sessionId, "bench-daemon");
   const call =
     c.operation === "ping"
       ? () => db.call("ping", [])
