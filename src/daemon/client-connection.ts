@@ -12,6 +12,9 @@ export interface ConnectionLimits {
   maxBufferedBytes: number;
 }
 
+/** How long a half-closed connection waits for the client to close its side. */
+const CLOSE_GRACE_MS = 1000;
+
 export type RequestHandler = (request: Request, connection: ClientConnection) => Promise<unknown>;
 
 /**
@@ -78,11 +81,18 @@ export class ClientConnection {
   }
 
   /**
-   * Ends the connection once every reply is flushed, without waiting for the client to end its
-   * side: a client still sending requests we no longer read would otherwise hold it open.
+   * Half-closes the connection: the client reads every reply written so far, then the end. What
+   * it still sends is read and discarded (those requests were never started). The socket closes
+   * when the client closes its side, or after a grace period for one that never does. Closing at
+   * once instead would make a pipelining client's next write fail, and Node then drops the replies
+   * it has not read yet: acknowledged writes reported as lost.
    */
   #finish(): void {
-    this.#socket.end(() => this.#socket.destroy());
+    this.#socket.removeAllListeners("data");
+    this.#socket.on("data", () => {});
+    this.#socket.resume();
+    this.#socket.end();
+    setTimeout(() => this.#socket.destroy(), CLOSE_GRACE_MS).unref();
   }
 
   #stopReading(): void {
@@ -99,9 +109,7 @@ export class ClientConnection {
     this.#failed = true;
     this.#log(`client error: ${err.code}: ${err.message}; closing that connection`);
     this.#send({ id: 0, ok: false, error: toWireError(err) });
-    this.#stopReading();
-    this.#socket.end();
-    setTimeout(() => this.#socket.destroy(), 1000).unref();
+    this.#finish();
   }
 
   #onData(chunk: Buffer): void {
