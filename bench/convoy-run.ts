@@ -8,7 +8,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import type { DaemonStats } from "../src/daemon/daemon.js";
 import { BenchChild } from "./child-process.js";
-import { busyShare, machineTimes, processCpuMs, type MachineTimes } from "./cpu-usage.js";
+import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
 import { checkRows, createDatabase, type RowCheck } from "./database-file.js";
 import { DaemonProcess } from "./daemon-process.js";
 import { MODES, type ConvoyMode } from "./modes.js";
@@ -57,6 +57,11 @@ export interface CpuFigures {
   machineBusy: number | null;
   /** Cores kept busy by everything else on the machine (other programs, the kernel's own work). */
   otherCores: number | null;
+  /** Share (0–1) of the time the clients' threads were ready to run that they waited for a core;
+   *  null where the kernel does not tell. */
+  clientsWaitShare: number | null;
+  /** The same for the daemon's threads. */
+  daemonWaitShare: number | null;
 }
 
 export interface ConvoyRun {
@@ -88,6 +93,7 @@ interface Readings {
   wallMs: number;
   machine: MachineTimes;
   daemonCpuMs: number | null;
+  daemonSched: SchedTimes | null;
   stats: DaemonStats | null;
 }
 
@@ -142,7 +148,13 @@ export async function runConvoyCell(spec: ConvoyRunSpec): Promise<ConvoyRun> {
 
 async function readings(daemon: DaemonProcess | null): Promise<Readings> {
   const stats = daemon === null ? null : await daemon.stats();
-  return { wallMs: performance.now(), machine: machineTimes(), daemonCpuMs: daemon === null ? null : processCpuMs(daemon.pid), stats };
+  return {
+    wallMs: performance.now(),
+    machine: machineTimes(),
+    daemonCpuMs: daemon === null ? null : processCpuMs(daemon.pid),
+    daemonSched: daemon === null ? null : schedTimes(daemon.pid),
+    stats,
+  };
 }
 
 function figures(spec: ConvoyRunSpec, reports: WriterReport[], rows: RowCheck, start: Readings, end: Readings): ConvoyRun {
@@ -194,7 +206,11 @@ function cpuFigures(reports: WriterReport[], start: Readings, end: Readings): Cp
   const machineBusy = busyShare(start.machine, end.machine);
   const wallS = (end.wallMs - start.wallMs) / 1000;
   const otherCores = machineBusy === null ? null : Math.max(0, machineBusy * cpus().length - (clientsS + (daemonS ?? 0)) / wallS);
-  return { clientsS, daemonS, machineBusy, otherCores };
+  const clientsSched = reports.map((r) => r.sched);
+  const clientsWaitShare = clientsSched.every((s) => s !== null) ? waitShare(clientsSched as SchedTimes[]) : null;
+  const daemonSched = schedDelta(start.daemonSched, end.daemonSched);
+  const daemonWaitShare = daemonSched === null ? null : waitShare([daemonSched]);
+  return { clientsS, daemonS, machineBusy, otherCores, clientsWaitShare, daemonWaitShare };
 }
 
 function daemonFigures(before: DaemonStats, after: DaemonStats): DaemonFigures {

@@ -49,6 +49,10 @@ export interface ConvoyCellSummary {
   clientCores: Spread | null;
   /** Cores kept busy by everything else (other programs on the machine). */
   otherCores: Spread | null;
+  /** Share of their runnable time the clients' threads waited for a core. */
+  clientsWaitShare: Spread | null;
+  /** The same for the daemon's threads. */
+  daemonWaitShare: Spread | null;
 }
 
 /** daemon / jitter at one K, each ratio taken within a repetition. */
@@ -185,5 +189,7 @@ function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
     daemonCores: of((r) => (r.cpu.daemonS === null ? null : r.cpu.daemonS / r.elapsedS)),
     clientCores: of((r) => r.cpu.clientsS / r.elapsedS),
     otherCores: of((r) => r.cpu.otherCores),
+    clientsWaitShare: of((r) => r.cpu.clientsWaitShare),
+    daemonWaitShare: of((r) => r.cpu.daemonWaitShare),
   };
 }

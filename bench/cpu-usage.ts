@@ -1,8 +1,9 @@
 /**
  * CPU figures for a run, the evidence for "is this machine simply saturated?": the share of all
- * cores that were busy, and the CPU time of one process (the daemon) read from /proc.
+ * cores that were busy, the CPU time of one process (the daemon) read from /proc, and how long a
+ * process's threads were ready to run but waited for a core (Linux's schedstat).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
 export interface MachineTimes {
@@ -43,4 +44,47 @@ export function processCpuMs(pid: number | undefined): number | null {
   } catch {
     return null;
   }
+}
+
+/** Time a process's threads ran, and time they were ready to run but waited for a core, in ms. */
+export interface SchedTimes {
+  runMs: number;
+  waitMs: number;
+}
+
+/**
+ * Sums /proc/<pid>/task/<tid>/schedstat over the threads alive now ("self" for this process);
+ * null off Linux or without schedstat. A thread that ends between two readings drops out, so
+ * compare readings of threads that live through the run.
+ */
+export function schedTimes(pid: number | "self" | undefined): SchedTimes | null {
+  if (pid === undefined) return null;
+  try {
+    let runNs = 0;
+    let waitNs = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map(Number);
+        runNs += run!;
+        waitNs += wait!;
+      } catch {
+        // the thread ended while being read
+      }
+    }
+    return Number.isFinite(runNs + waitNs) ? { runMs: runNs / 1e6, waitMs: waitNs / 1e6 } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What happened between two readings. */
+export function schedDelta(before: SchedTimes | null, after: SchedTimes | null): SchedTimes | null {
+  return before === null || after === null ? null : { runMs: after.runMs - before.runMs, waitMs: after.waitMs - before.waitMs };
+}
+
+/** The share (0–1) of the time ready to run that was spent waiting for a core. */
+export function waitShare(times: readonly SchedTimes[]): number | null {
+  const run = times.reduce((sum, t) => sum + t.runMs, 0);
+  const wait = times.reduce((sum, t) => sum + t.waitMs, 0);
+  return run + wait > 0 ? wait / (run + wait) : null;
 }

@@ -74,10 +74,11 @@ function convoyTable(result: BenchResult): string {
     med(c.meanBatchSize),
     c.retries === null ? "n/a" : med(c.retries, int),
     `${med(c.machineBusy, percent)}: ${med(c.clientCores, cores)} / ${med(c.daemonCores, cores)} / ${med(c.otherCores, cores)}`,
+    `${med(c.clientsWaitShare, percent)} / ${med(c.daemonWaitShare, percent)}`,
     c.rowsExact ? `exact (${c.rowsChecked})` : "MISMATCH",
   ]);
   return markdownTable(
-    ["mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "rows"],
+    ["mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "wait for a core: clients / daemon", "rows"],
     rows,
   );
 }
@@ -154,6 +155,8 @@ export function formatReport(result: BenchResult): string {
     "### Convoy: K processes appending one message at a time",
     convoyTable(result),
     "cpu: share of the machine busy during the run: cores used by the clients / the daemon / everything else. " +
+      "wait for a core: of the time their threads were ready to run, the share they waited for a core (Linux schedstat); " +
+      "a high share means the machine's cores, not the database, set the pace. " +
       "daemon-ping's calls are pings: the same round trip with no database work, the most any daemon client can get here.",
     ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
     "### Ratios (within each repetition)",

@@ -46,6 +46,12 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
       else assert.equal(run.rows.expected, 0, `${mode} K=${run.k} appends nothing`);
       assert.deepEqual(run.rows.mismatches, [], `${mode} K=${run.k}: every acknowledged append is in the file, no more`);
       assert.equal(run.rows.found, run.rows.expected);
+      if (process.platform === "linux") {
+        const { clientsWaitShare, daemonWaitShare } = run.cpu;
+        assert.ok(clientsWaitShare !== null && clientsWaitShare >= 0 && clientsWaitShare <= 1, `${mode} K=${run.k}: the clients' wait for a core is a share`);
+        if (MODES[mode].daemon) assert.ok(daemonWaitShare !== null && daemonWaitShare >= 0 && daemonWaitShare <= 1, `${mode} K=${run.k}: the daemon's wait for a core is a share`);
+        else assert.equal(daemonWaitShare, null, `${mode} K=${run.k} has no daemon`);
+      }
     }
   }
   assert.deepEqual([...skipped].filter((m) => m !== "python-jitter"), [], "only python-jitter may be skipped (no python3)");

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { NewMessage } from "../../src/index.js";
+import { schedDelta, schedTimes } from "../cpu-usage.js";
 import type { GeneratedMessage } from "../text-generator.js";
 import type { ChildControl } from "./child-control.js";
 import type { WriterReport } from "./protocol.js";
@@ -67,6 +68,7 @@ export async function appendLoop(
   }
   await control.ready();
   const cpuBefore = process.cpuUsage();
+  const schedBefore = schedTimes("self");
   const startMs = Date.now();
   const deadline = performance.now() + seconds * 1000;
   const latenciesMs: number[] = [];
@@ -95,6 +97,7 @@ export async function appendLoop(
   await Promise.all(Array.from({ length: lanes }, lane));
   const endMs = Date.now();
   const cpu = process.cpuUsage(cpuBefore);
+  const sched = schedDelta(schedBefore, schedTimes("self"));
   return {
     warmupAppends,
     appends: latenciesMs.length,
@@ -104,6 +107,7 @@ export async function appendLoop(
     endMs,
     latenciesMs: latenciesMs.map(round3),
     cpuMs: (cpu.user + cpu.system) / 1000,
+    sched,
   };
 }
 

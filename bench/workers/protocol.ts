@@ -44,6 +44,9 @@ export interface WriterReport {
   latenciesMs: number[];
   /** CPU time (user + system) this process used between `go` and the end, in ms. */
   cpuMs: number;
+  /** Over the same time: how long this process's threads ran, and how long they were ready to run
+   *  but waited for a core (Linux's schedstat); null where the kernel does not tell. */
+  sched: { runMs: number; waitMs: number } | null;
 }
 
 /** A reader looping one search (the WAL growth check). */

@@ -6,6 +6,7 @@ attempts in all) and counts its retries. Same protocol as the Node children (pro
 config JSON in argv[1], "ready", then "go"/"stop" on stdin, the report as the last stdout line.
 """
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -98,6 +99,20 @@ def append_message(writer, session_id, msg):
     return writer.execute_write(do)
 
 
+def sched_times():
+    """(ms run, ms waiting for a core) of this process's threads, from Linux's schedstat; None elsewhere."""
+    try:
+        run = wait = 0
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                fields = f.read().split()
+            run += int(fields[0])
+            wait += int(fields[1])
+        return run / 1e6, wait / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def main(config):
     control = Control()
     with open(config["messagesFile"], encoding="utf-8") as f:
@@ -118,6 +133,7 @@ def main(config):
     print("ready", flush=True)
     control.go.wait()
     cpu_before = time.process_time()
+    sched_before = sched_times()
     start_ms = time.time() * 1000
     deadline = time.perf_counter() + config["seconds"]
     latencies = []
@@ -137,10 +153,15 @@ def main(config):
             errors[key] = errors.get(key, 0) + 1
     end_ms = time.time() * 1000
     cpu_ms = (time.process_time() - cpu_before) * 1000
+    sched_after = sched_times()
+    sched = None
+    if sched_before is not None and sched_after is not None:
+        sched = {"runMs": sched_after[0] - sched_before[0], "waitMs": sched_after[1] - sched_before[1]}
     writer.conn.close()
     print(json.dumps({
         "warmupAppends": warmup_appends, "appends": len(latencies), "failures": failures, "errors": errors,
         "retries": writer.retries, "startMs": start_ms, "endMs": end_ms, "latenciesMs": latencies, "cpuMs": cpu_ms,
+        "sched": sched,
     }), flush=True)
 
 
