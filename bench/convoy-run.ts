@@ -206,8 +206,8 @@ function cpuFigures(reports: WriterReport[], start: Readings, end: Readings): Cp
   const machineBusy = busyShare(start.machine, end.machine);
   const wallS = (end.wallMs - start.wallMs) / 1000;
   const otherCores = machineBusy === null ? null : Math.max(0, machineBusy * cpus().length - (clientsS + (daemonS ?? 0)) / wallS);
-  const clientsSched = reports.map((r) => r.sched);
-  const clientsWaitShare = clientsSched.every((s) => s !== null) ? waitShare(clientsSched as SchedTimes[]) : null;
+  const clientsSched = reports.map((r) => r.sched).filter((s): s is SchedTimes => s !== null);
+  const clientsWaitShare = clientsSched.length === reports.length ? waitShare(clientsSched) : null;
   const daemonSched = schedDelta(start.daemonSched, end.daemonSched);
   const daemonWaitShare = daemonSched === null ? null : waitShare([daemonSched]);
   return { clientsS, daemonS, machineBusy, otherCores, clientsWaitShare, daemonWaitShare };
