@@ -124,6 +124,45 @@ test("the client reassembles replies that span many reads or share one, concurre
   assert.deepEqual(blobRows[0]!.content, blob, "a binary value read earlier is unchanged by the reads after it");
 });
 
+test("exportAll reads the socket only as fast as it is consumed: the daemon stops producing pages while the consumer stalls", async (t) => {
+  const dbPath = freshDbPath(t);
+  buildSpecFile(dbPath);
+  // 8,000 sessions of 5 messages of 500 bytes: 40 pages of 200 sessions, about 20 MB, far more
+  // than the socket's buffers and the client's few held pages.
+  const SESSIONS = 8000;
+  rawWrite(dbPath, (db) => {
+    const session = db.prepare("INSERT INTO sessions (id, source, started_at, message_count) VALUES (?, 'cli', ?, 5)");
+    const message = db.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)");
+    for (let i = 0; i < SESSIONS; i++) {
+      session.run(`s${i}`, 1 + i);
+      for (let j = 0; j < 5; j++) message.run(`s${i}`, `${i}:${j} `.padEnd(500, "x"), 1 + i);
+    }
+  });
+  const daemon = await startDaemon(t, dbPath);
+  const observer = await daemon.open(t);
+  const exporter = await daemon.open(t);
+  const pagesRead = async () => (await daemonStats(observer)).readers.completed;
+
+  const before = await pagesRead();
+  let exported = 0;
+  let pagesWhileStalled = -1;
+  for await (const item of exporter.exportAll()) {
+    exported++;
+    if (exported === 1) {
+      await sleep(1500);
+      pagesWhileStalled = (await pagesRead()) - before;
+    }
+    assert.equal(item.messages.length, 5);
+  }
+  const pagesInAll = (await pagesRead()) - before;
+  assert.equal(exported, SESSIONS, "every session was exported once the consumer went on");
+  assert.ok(pagesInAll >= 40, `the export took ${pagesInAll} pages`);
+  assert.ok(
+    pagesWhileStalled < pagesInAll / 2,
+    `while the consumer stalled the daemon produced ${pagesWhileStalled} of ${pagesInAll} pages: the client kept reading`,
+  );
+});
+
 test("a declared length over 16 MiB gets FRAME_TOO_LARGE without the body being awaited, and that connection closes", async (t) => {
   const daemon = await startDaemon(t, freshDbPath(t));
   const other = await RawConnection.open(t, daemon.socketPath);
