@@ -3,7 +3,7 @@ import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
-import { operations, type OpName } from "./engine/operations.js";
+import { OPERATION_KINDS, type OpName } from "./operation-catalogue.js";
 import { installOperationMethods, type OperationMethods } from "./operation-methods.js";
 
 
@@ -34,7 +34,7 @@ export class AutoStore implements SessionDB {
     } catch (err) {
       if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       const direct = await this.#failOver(store);
-      if (operations[name].kind === "read") return direct.call(name, args);
+      if (OPERATION_KINDS[name] === "read") return direct.call(name, args);
       throw err;
     }
   }

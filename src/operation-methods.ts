@@ -1,5 +1,5 @@
 import type { SessionDB } from "./session-db.js";
-import { operations, OP_NAMES, type OpName } from "./engine/operations.js";
+import { OPERATION_KINDS, OP_NAMES, type OpName } from "./operation-catalogue.js";
 
 /** The methods every store derives from the operation table (all but `exportAll` and `close`). */
 export type OperationMethods = Omit<SessionDB, "mode" | "close" | "exportAll">;
@@ -12,7 +12,7 @@ export function installOperationMethods(
   store: { prototype: { call(name: OpName, args: readonly unknown[]): Promise<unknown> } },
 ): void {
   for (const name of OP_NAMES) {
-    if (operations[name].kind === "stream") continue;
+    if (OPERATION_KINDS[name] === "stream") continue;
     Object.defineProperty(store.prototype, name, {
       value: function (this: { call(name: OpName, args: readonly unknown[]): Promise<unknown> }, ...args: unknown[]) {
         return this.call(name, args);

@@ -10,9 +10,8 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
-import type { Statement } from "better-sqlite3";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { operations } from "../src/engine/operations.js";
+import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
+import { runOperation } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
 import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
@@ -133,8 +132,7 @@ function acquireLock(jobs: WriteJob[]): WriteJob[] | null {
 function apply(conn: Connection, job: WriteJob): WriteOutcome {
   tx.savepoint.run();
   try {
-    const op = operations[job.op];
-    const result = op.run(conn, job.params as never);
+    const result = runOperation(conn, job.op, job.params);
     tx.release.run();
     return { seq: job.seq, ok: true, result };
   } catch (err) {

@@ -2,7 +2,7 @@ import { connect, type Socket } from "node:net";
 import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import { isOpName, operations, OP_NAMES, type OpName } from "../engine/operations.js";
+import type { OpName } from "../operation-catalogue.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
@@ -279,8 +279,8 @@ function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeo
   }
   const bytes = frame.length - HEADER_BYTES;
   if (bytes > DEFAULT_MAX_FRAME_BYTES) {
-    // An argument over its own documented limit fails as it does in direct mode.
-    if (isOpName(op)) operations[op].parse(args);
+    // Same code as an argument over its own limit in direct mode; the engine's checks are not
+    // loaded here, so the client never loads the SQLite driver.
     throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
   }
   return frame;

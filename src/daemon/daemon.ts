@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { invalidArgument, SessionDBError } from "../errors.js";
-import { operations, type OpName, type ReadOpName, type WriteOpName } from "../engine/operations.js";
+import { parseOperation } from "../engine/operations.js";
+import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { Page } from "../engine/operation.js";
 import { PROTOCOL_VERSION, type HelloResult, type Request } from "../protocol/messages.js";
@@ -225,13 +226,13 @@ export class Daemon {
     if (this.#writer.queueDepth + this.#readsQueued >= this.options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.options.maxQueue} requests queued; retry later`);
     }
-    const op = operations[request.op];
-    const params = op.parse(request.args);
-    if (op.kind === "write") {
+    const kind = OPERATION_KINDS[request.op];
+    const params = parseOperation(request.op, request.args);
+    if (kind === "write") {
       const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }
-    if (op.kind === "read") return this.#read(request.op as ReadOpName, params);
+    if (kind === "read") return this.#read(request.op as ReadOpName, params);
     return this.#stream(request.op, params, request.id, connection);
   }
 

@@ -1,6 +1,6 @@
-import Database from "better-sqlite3";
 import type { DatabaseFiles } from "../database-files.js";
-import { SessionDBError } from "../errors.js";
+import { isBusyError, SessionDBError } from "../errors.js";
+import { openLockFile, type Connection } from "../engine/connection.js";
 import type { HelloResult } from "../protocol/messages.js";
 import { probeDaemon } from "../protocol/probe.js";
 
@@ -12,16 +12,16 @@ import { probeDaemon } from "../protocol/probe.js";
  */
 export class InstanceLock {
   readonly path: string;
-  readonly #db: Database.Database;
+  readonly #db: Connection;
 
-  private constructor(path: string, db: Database.Database) {
+  private constructor(path: string, db: Connection) {
     this.path = path;
     this.#db = db;
   }
 
   /** Takes the lock file, or fails with UNAVAILABLE when another process holds it. */
   static acquire(path: string): InstanceLock {
-    const db = new Database(path, { timeout: 0 });
+    const db = openLockFile(path);
     try {
       db.pragma("locking_mode = EXCLUSIVE");
       db.exec("BEGIN EXCLUSIVE");
@@ -32,8 +32,7 @@ export class InstanceLock {
       return new InstanceLock(path, db);
     } catch (err) {
       db.close();
-      const code = (err as { code?: string }).code ?? "";
-      if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+      if (isBusyError(err)) {
         throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`);
       }
       throw err;

@@ -1,6 +1,6 @@
 import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
-import type { OpName } from "../engine/operations.js";
+import type { OpName } from "../operation-catalogue.js";
 import type { ReadOutcome, ReaderConfig, ReadTask } from "../protocol/reader-messages.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);

@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
-import type { WriteOpName } from "../engine/operations.js";
+import type { WriteOpName } from "../operation-catalogue.js";
 import type {
   CheckpointResult,
   FromWriter,

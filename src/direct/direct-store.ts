@@ -6,10 +6,10 @@ import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { openConnection, type Connection } from "../engine/connection.js";
 import type { Args } from "../engine/args.js";
-import { operations, type OpName } from "../engine/operations.js";
+import { parseOperation, runOperation, runPage } from "../engine/operations.js";
+import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
 import { ensureSchema } from "../engine/schema.js";
 import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
-import type { ExportCursor } from "../engine/export.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
 
@@ -50,23 +50,22 @@ export class DirectStore implements SessionDB {
   /** Runs one operation of the table by name; the typed methods all come through here. */
   async call(name: OpName, args: Args): Promise<unknown> {
     const db = this.#connection();
-    const op = operations[name];
-    if (op.kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-    const params = op.parse(args);
-    if (op.kind === "read") return this.#withRetry(() => op.run(db, params as never), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => op.run(db, params as never), true));
+    const kind = OPERATION_KINDS[name];
+    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
+    const params = parseOperation(name, args);
+    if (kind === "read") return this.#withRetry(() => runOperation(db, name, params), false);
+    const result = this.#writeQueue.then(() => this.#withRetry(() => runOperation(db, name, params), true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
   }
 
   async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const op = operations.exportAll;
-    const params = op.parse([opts]);
-    let cursor: ExportCursor | null = null;
+    const params = parseOperation("exportAll", [opts]);
+    let cursor: unknown = null;
     do {
       const db = this.#connection();
-      const page = await this.#withRetry(() => op.page(db, params, cursor), false);
-      yield* page.items;
+      const page = await this.#withRetry(() => runPage(db, "exportAll", params, cursor), false);
+      yield* page.items as SessionExport[];
       cursor = page.next;
     } while (cursor !== null);
   }

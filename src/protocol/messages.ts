@@ -1,6 +1,6 @@
 /** Messages of the wire protocol, version 1 (SPEC §6), and their checks. */
 import { SessionDBError, type WireError } from "../errors.js";
-import { isOpName, type OpName } from "../engine/operations.js";
+import { isOpName, type OpName } from "../operation-catalogue.js";
 
 export const PROTOCOL_VERSION = 1;
 

@@ -1,6 +1,6 @@
 /** Messages between the daemon's main thread and its writer thread. */
 import type { WireError } from "../errors.js";
-import type { WriteOpName } from "../engine/operations.js";
+import type { WriteOpName } from "../operation-catalogue.js";
 
 export interface WriterConfig {
   path: string;
