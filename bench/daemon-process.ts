@@ -3,8 +3,9 @@
  * per run on that run's fresh file; asked for `stats`; stopped with SIGTERM.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { openSessionDB, type SessionDB } from "../src/index.js";
-import type { DaemonStats } from "../src/daemon/daemon.js";
+import { DaemonClient } from "../src/client/daemon-client.js";
+import { openSessionDB } from "../src/index.js";
+import type { DaemonStats } from "../src/protocol/control.js";
 import { CLI_PATH } from "./paths.js";
 
 const START_LIMIT_MS = 30_000;
@@ -18,17 +19,12 @@ export interface DaemonProcessOptions {
   walLimitMb: number | null;
 }
 
-/** The control operations of the daemon client (not part of the `SessionDB` interface). */
-interface ControlCalls {
-  call(op: "stats", args: []): Promise<unknown>;
-}
-
 export class DaemonProcess {
   readonly socket: string;
   readonly #process: ChildProcess;
   readonly #exited: Promise<number | null>;
   #log = "";
-  #client: SessionDB | null = null;
+  #client: DaemonClient | null = null;
 
   private constructor(options: DaemonProcessOptions) {
     this.socket = options.socket;
@@ -51,13 +47,15 @@ export class DaemonProcess {
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    daemon.#client = await openSessionDB({ path: options.db, mode: "daemon", socketPath: options.socket });
+    const client = await openSessionDB({ path: options.db, mode: "daemon", socketPath: options.socket });
+    if (!(client instanceof DaemonClient)) throw new Error("mode daemon opened no daemon client");
+    daemon.#client = client;
     return daemon;
   }
 
   async stats(): Promise<DaemonStats> {
     if (this.#client === null) throw new Error("the daemon is stopped");
-    return (await (this.#client as unknown as ControlCalls).call("stats", [])) as DaemonStats;
+    return this.#client.stats();
   }
 
   get pid(): number | undefined {

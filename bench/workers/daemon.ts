@@ -18,7 +18,7 @@ runChild(async () => {
   await db.createSession(c.sessionId, "bench-daemon");
   const call =
     c.operation === "ping"
-      ? () => db.call("ping", [])
+      ? () => db.ping()
       : (n: number) => db.appendMessage(c.sessionId, asNewMessage(messages[(c.offset + n) % messages.length]!));
   const outcome = await appendLoop(control, { seconds: c.seconds, lanes: c.inFlight, warmup: c.warmup, perCall: 1 }, call);
   await db.close();

@@ -5,7 +5,8 @@ import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import type { OpName } from "../operation-catalogue.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
-import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
+import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
+import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
 
@@ -55,7 +56,7 @@ export class DaemonClient implements SessionDB {
   #lost: SessionDBError | null = null;
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
-  hello!: HelloResult;
+  server!: HelloResult;
 
   private constructor(socket: Socket, options: ResolvedOptions) {
     this.#socket = socket;
@@ -98,7 +99,7 @@ export class DaemonClient implements SessionDB {
       if (hello.database !== options.path) {
         throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
-      client.hello = hello;
+      client.server = hello;
       return client;
     } catch (err) {
       socket.destroy();
@@ -115,6 +116,36 @@ export class DaemonClient implements SessionDB {
   /** Runs one operation of the table by name; the typed methods all come through here. */
   call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
     return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
+  }
+
+  /** Asks the daemon who it is. */
+  hello(): Promise<HelloResult> {
+    return this.#control("hello", { protocol: PROTOCOL_VERSION });
+  }
+
+  /** The round trip with no database work. */
+  ping(): Promise<"pong"> {
+    return this.#control("ping");
+  }
+
+  /** The daemon's figures: clients, queue, group commit, readers, WAL, memory. */
+  stats(): Promise<DaemonStats> {
+    return this.#control("stats");
+  }
+
+  /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
+  async shutdown(): Promise<void> {
+    await this.#control("shutdown");
+  }
+
+  /** The reliability tests' fault injection (refused unless the daemon runs with it on). */
+  async fault<K extends FaultOp>(op: K, ...args: ControlArgs<K>): Promise<void> {
+    await this.#control(op, ...args);
+  }
+
+  #control<K extends ControlOp>(op: K, ...args: ControlArgs<K>): Promise<ControlResult<K>> {
+    // The daemon answers each control op with its documented result.
+    return this.#request(op, trimUndefined(args), this.#options.requestTimeoutMs) as Promise<ControlResult<K>>;
   }
 
   async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {

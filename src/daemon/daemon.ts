@@ -1,36 +1,22 @@
 import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
-import { invalidArgument, SessionDBError } from "../errors.js";
+import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { Page } from "../engine/operation.js";
-import { PROTOCOL_VERSION, type HelloResult, type Request } from "../protocol/messages.js";
+import { isControlOp, type DaemonStats } from "../protocol/control.js";
+import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { WalGuard, walSize } from "./wal-guard.js";
-import { ReaderPool, type ReaderStats } from "./reader-pool.js";
-import { WriterClient, type WriterStats } from "./writer-client.js";
+import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { ReaderPool } from "./reader-pool.js";
+import { WriterClient } from "./writer-client.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
-
-export interface DaemonStats {
-  pid: number;
-  version: string;
-  database: string;
-  socket: string;
-  uptimeS: number;
-  clients: number;
-  walBytes: number;
-  queueDepth: number;
-  writer: WriterStats;
-  readers: ReaderStats;
-  /** The process's memory, in bytes (all threads). */
-  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
-}
 
 /**
  * Connections waiting to be accepted. A Unix socket refuses a connect past it at once (EAGAIN,
@@ -52,6 +38,7 @@ export class Daemon {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
   readonly #walGuard: WalGuard;
+  readonly #control: ControlHandlers;
   #readsQueued = 0;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
@@ -65,6 +52,14 @@ export class Daemon {
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.#server = createServer((socket) => this.#accept(socket));
+    this.#control = controlHandlers({
+      database: options.path,
+      faultInjection: options.faultInjection,
+      writer,
+      readers,
+      stats: () => this.stats(),
+      close: () => this.close(),
+    });
     this.#walGuard = new WalGuard(options.files.wal, options.walLimitBytes, writer, readers, options.log);
   }
 
@@ -199,29 +194,8 @@ export class Daemon {
   }
 
   async #handle(request: Request, connection: ClientConnection): Promise<unknown> {
-    switch (request.op) {
-      case "hello":
-        return this.#hello(request.args);
-      case "ping":
-        return "pong";
-      case "stats":
-        return this.stats();
-      case "shutdown":
-        setImmediate(() => void this.close());
-        return null;
-      case "faultCrashWriter":
-        this.#requireFaultInjection();
-        this.#writer.crash();
-        return null;
-      case "faultCrashReader":
-        this.#requireFaultInjection();
-        this.#readers.crashDuringNextReads(faultCount(request.args[0], 1));
-        return null;
-      case "faultMaxPageCount":
-        this.#requireFaultInjection();
-        this.#writer.maxPageCount(request.args[0] === null ? null : faultCount(request.args[0], null));
-        return null;
-    }
+    // Control ops are answered even while the daemon shuts down.
+    if (isControlOp(request.op)) return this.#control[request.op](request.args);
     if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.#writer.queueDepth + this.#readsQueued >= this.options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.options.maxQueue} requests queued; retry later`);
@@ -234,21 +208,6 @@ export class Daemon {
     }
     if (kind === "read") return this.#read(request.op as ReadOpName, params);
     return this.#stream(request.op, params, request.id, connection);
-  }
-
-  #hello(args: unknown[]): HelloResult {
-    const wanted = (args[0] as { protocol?: unknown } | undefined)?.protocol;
-    if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
-      throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
-    }
-    return {
-      server: "sessiondb",
-      version: VERSION,
-      protocol: PROTOCOL_VERSION,
-      schemaVersion: SCHEMA_VERSION,
-      pid: process.pid,
-      database: this.options.path,
-    };
   }
 
   async #read(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
@@ -270,19 +229,6 @@ export class Daemon {
     } while (cursor !== null && connection.open);
     return null;
   }
-
-  #requireFaultInjection(): void {
-    if (!this.options.faultInjection) {
-      throw new SessionDBError("INVALID_ARGUMENT", "fault injection is off (start the daemon with SESSIONDB_FAULT_INJECTION=1)");
-    }
-  }
-}
-
-/** The positive count a fault-injection op takes, or its default when it is left out. */
-function faultCount(value: unknown, fallback: number | null): number {
-  if (value === undefined && fallback !== null) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) throw invalidArgument("this fault-injection op takes a positive count");
-  return value;
 }
 
 function memory(): DaemonStats["memory"] {

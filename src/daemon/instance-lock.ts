@@ -1,7 +1,7 @@
 import type { DatabaseFiles } from "../database-files.js";
 import { isBusyError, SessionDBError } from "../errors.js";
 import { openLockFile, type Connection } from "../engine/connection.js";
-import type { HelloResult } from "../protocol/messages.js";
+import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
 
 /**

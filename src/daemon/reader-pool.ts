@@ -1,6 +1,7 @@
 import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
+import type { ReaderStats } from "../protocol/control.js";
 import type { ReadOutcome, ReaderConfig, ReadTask } from "../protocol/reader-messages.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
@@ -10,15 +11,6 @@ const READER_URL = new URL("../../workers/reader.js", import.meta.url);
  * off; capped, RSS stays flat and searches are as fast.
  */
 const READER_YOUNG_GENERATION_MB = 8;
-
-export interface ReaderStats {
-  threads: number;
-  utilization: number;
-  queued: number;
-  inFlight: number;
-  completed: number;
-  paused: boolean;
-}
 
 /**
  * The reader threads (piscina): a fixed number, each with its own read-only connection. Reads can

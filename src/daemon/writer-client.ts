@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../operation-catalogue.js";
+import type { WriterStats } from "../protocol/control.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -15,19 +16,6 @@ const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
 interface Pending {
   resolve(result: unknown): void;
   reject(err: SessionDBError): void;
-}
-
-/** Figures about group commit, for `stats`. */
-export interface WriterStats {
-  queueDepth: number;
-  batches: number;
-  writes: number;
-  meanBatchSize: number;
-  maxBatchSize: number;
-  commitMs: { p50: number; p90: number; p99: number; max: number };
-  lockHeldMs: { p50: number; p99: number; max: number };
-  checkpoints: { passive: number; truncate: number; lastLogFrames: number };
-  restarts: number;
 }
 
 const WINDOW = 2048;

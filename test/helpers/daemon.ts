@@ -9,9 +9,8 @@ import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openSessionDB, type OpenOptions, type SessionDB } from "../../src/index.js";
-import type { DaemonClient } from "../../src/client/daemon-client.js";
-import type { DaemonStats } from "../../src/daemon/daemon.js";
-import type { HelloResult } from "../../src/protocol/messages.js";
+import { DaemonClient } from "../../src/client/daemon-client.js";
+import type { DaemonStats, HelloResult } from "../../src/protocol/control.js";
 import { probeDaemon } from "../../src/protocol/probe.js";
 import { Child, sourceFixture, spawnPython, type Finished } from "./processes.js";
 
@@ -125,7 +124,8 @@ export async function killAndWait(child: Child): Promise<void> {
 
 /** The daemon's `stats`, through any daemon-mode handle. */
 export async function daemonStats(db: SessionDB): Promise<DaemonStats> {
-  return (await (db as DaemonClient).call("stats", [])) as DaemonStats;
+  if (!(db instanceof DaemonClient)) throw new Error("daemonStats needs a handle in daemon mode");
+  return db.stats();
 }
 
 /** A fresh database path in a short temp dir. */

@@ -140,7 +140,7 @@ test("a database at max_page_count: writes fail with IO, nothing acknowledged is
   const pages = withRaw(dbPath, (raw) => raw.pragma("page_count", { simple: true }) as number);
   // Room for about 1.5 MiB of messages (4 KiB pages), then the "disk" is full; each room is 400 pages more.
   let maxPages = pages + 400;
-  await control.call("faultMaxPageCount", [maxPages]);
-  const room = () => control.call("faultMaxPageCount", [(maxPages += 400)]);
-  await diskFullScenario(t, daemon, [room, room, () => control.call("faultMaxPageCount", [null])], `max_page_count from ${pages + 400}`, false);
+  await control.fault("faultMaxPageCount", maxPages);
+  const room = () => control.fault("faultMaxPageCount", (maxPages += 400));
+  await diskFullScenario(t, daemon, [room, room, () => control.fault("faultMaxPageCount", null)], `max_page_count from ${pages + 400}`, false);
 });

@@ -29,7 +29,7 @@ test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight w
 
   for (let crash = 1; crash <= WRITER_CRASHES; crash++) {
     await sleep(randomBetween(100, 400));
-    await control.call("faultCrashWriter", []);
+    await control.fault("faultCrashWriter");
     for (let i = 0; i < 500 && (await daemonStats(control)).writer.restarts < crash; i++) await sleep(10);
   }
   await sleep(500);
@@ -101,7 +101,7 @@ test(`reader threads crashing mid-read (${READER_ROUNDS * CRASHES_PER_ROUND} tim
 
   for (let round = 0; round < READER_ROUNDS; round++) {
     await sleep(randomBetween(50, 200));
-    await control.call("faultCrashReader", [CRASHES_PER_ROUND]);
+    await control.fault("faultCrashReader", CRASHES_PER_ROUND);
     sentSinceArmed = 0;
   }
   allArmed = true;

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import type { DaemonStats } from "../../daemon/daemon.js";
+import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
 import { defaultSocketPath } from "../../socket-path.js";
 import { duration, plural, size } from "../format.js";
@@ -30,7 +30,7 @@ export function registerStatus(program: Command): void {
       const client = await connectDaemon(path);
       let daemon: DaemonStats | null = null;
       try {
-        if (client !== null) daemon = (await client.call("stats", [])) as DaemonStats;
+        if (client !== null) daemon = await client.stats();
       } finally {
         await client?.close();
       }

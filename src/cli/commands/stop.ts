@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { DaemonStats } from "../../daemon/daemon.js";
 import { SessionDBError } from "../../errors.js";
 import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
@@ -19,11 +18,11 @@ export function registerStop(program: Command): void {
       const path = databasePath(globals);
       const client = await connectDaemon(path);
       if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
-      const pid = client.hello.pid;
+      const pid = client.server.pid;
       let socket: string;
       try {
-        socket = ((await client.call("stats", [])) as DaemonStats).socket;
-        await client.call("shutdown", []);
+        socket = (await client.stats()).socket;
+        await client.shutdown();
       } finally {
         await client.close();
       }
