@@ -35,6 +35,8 @@ export class ClientConnection {
   #readingPaused = false;
   #failed = false;
   #ending = false;
+  /** The client ended its side: once every request read is answered, the connection closes. */
+  #peerEnded = false;
   #drainWaiters: Array<() => void> = [];
 
   constructor(socket: Socket, limits: ConnectionLimits, handler: RequestHandler, log: (line: string) => void) {
@@ -47,6 +49,11 @@ export class ClientConnection {
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
       for (const w of this.#drainWaiters.splice(0)) w();
+      this.#runHeld();
+    });
+    socket.on("end", () => {
+      // The client half-closed: what it sent is all there is. Answer it, then close.
+      this.#peerEnded = true;
       this.#runHeld();
     });
     socket.on("close", () => {
@@ -135,6 +142,11 @@ export class ClientConnection {
         return;
       }
       this.#dispatch(value);
+    }
+    if (this.#peerEnded && this.#held.length === 0 && this.#inFlight === 0 && !this.#ending && !this.#failed) {
+      this.#ending = true;
+      this.#finish();
+      return;
     }
     this.#updateFlow();
   }

@@ -51,7 +51,8 @@ export class Daemon {
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    this.#server = createServer((socket) => this.#accept(socket));
+    // Half-open: a client that ends its side after its last request still gets every reply.
+    this.#server = createServer({ allowHalfOpen: true }, (socket) => this.#accept(socket));
     this.#control = controlHandlers({
       database: options.path,
       faultInjection: options.faultInjection,
