@@ -303,7 +303,11 @@ export interface OpenOptions {
   retry?: RetryOptions;
   /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
   checkpointEveryNWrites?: number;
-  /** Daemon mode: how long a request may take before it fails with `TIMEOUT`. Default 30000. */
+  /**
+   * Daemon mode: how long a request may take, in ms. Default 30000. The daemon does not start a
+   * request past it (`TIMEOUT`: not applied); a write sent and not answered by then (plus 2 s)
+   * fails with `OUTCOME_UNKNOWN`.
+   */
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;

@@ -2,7 +2,7 @@ import { connect, type Socket } from "node:net";
 import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import type { OpName } from "../operation-catalogue.js";
+import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
@@ -12,7 +12,7 @@ import { installOperationMethods, type OperationMethods } from "../operation-met
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
 const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
-/** Extra time a request waits locally beyond the deadline it gave the daemon, so the daemon's own
+/** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;
 /** The buffer replies are read into; larger frames are assembled from several reads. */
@@ -25,12 +25,19 @@ const MAX_BUFFERED_CHUNKS = 4;
 const SWEEP_INTERVAL_MS = 50;
 
 interface PendingRequest {
-  op: string;
+  op: OpName | ControlOp;
+  /** Its arguments until it is handed to the socket, then null: from then on the daemon may run it. */
+  args: unknown[] | null;
+  /** A write whose reply does not come in time may or may not have been applied; a read changed nothing. */
+  write: boolean;
   resolve(result: unknown): void;
   reject(err: SessionDBError): void;
   onChunk?: (items: unknown[]) => void;
-  /** How long the request may go without a reply (or, streaming, without a page). */
-  patienceMs: number;
+  /** How long the request may take (or, streaming, each page), in ms. */
+  timeoutMs: number;
+  /** How long a sent request waits past its deadline for the daemon's own answer. */
+  graceMs: number;
+  /** Ms since the epoch; the daemon is told it too, and never starts the request after it. */
   deadline: number;
 }
 
@@ -48,6 +55,8 @@ export class DaemonClient implements SessionDB {
   readonly #socket: Socket;
   readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
   readonly #pending = new Map<number, PendingRequest>();
+  /** Requests not yet handed to the socket, in order: it is backed up. */
+  #unsent: number[] = [];
   #sweeper: NodeJS.Timeout | null = null;
   /** Resolves `close()` once no request is pending. */
   #idle: (() => void) | null = null;
@@ -65,6 +74,7 @@ export class DaemonClient implements SessionDB {
     socket.on("error", () => {
       // "close" follows and fails whatever is pending
     });
+    socket.on("drain", () => this.#sendUnsent());
     socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
   }
 
@@ -208,22 +218,45 @@ export class DaemonClient implements SessionDB {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     const id = this.#nextId;
-    let frame: Buffer;
-    try {
-      frame = requestFrame(id, op, args, timeoutMs);
-    } catch (err) {
-      return Promise.reject(err);
-    }
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
-    const request = new Promise((resolve, reject) => {
-      const patienceMs = timeoutMs + graceMs;
-      const pending: PendingRequest = { op, resolve, reject, patienceMs, deadline: Date.now() + patienceMs };
+    return new Promise((resolve, reject) => {
+      const write = (OPERATION_KINDS as Partial<Record<string, string>>)[op] === "write";
+      const pending: PendingRequest = { op, args, write, resolve, reject, timeoutMs, graceMs, deadline: Date.now() + timeoutMs };
       if (onChunk !== undefined) pending.onChunk = onChunk;
       this.#pending.set(id, pending);
-      this.#startSweeper();
-      this.#writer.write(frame);
+      if (this.#unsent.length === 0 && !this.#socket.writableNeedDrain) this.#send(id, pending);
+      else this.#unsent.push(id);
+      if (this.#pending.has(id)) this.#startSweeper();
     });
-    return request;
+  }
+
+  /**
+   * Hands a request to the socket with the time it has left. One whose deadline passed while it
+   * waited here is answered TIMEOUT: it never left this process.
+   */
+  #send(id: number, pending: PendingRequest): void {
+    const args = pending.args!;
+    const remainingMs = Math.ceil(pending.deadline - Date.now());
+    let frame: Buffer;
+    try {
+      if (remainingMs <= 0) throw notSent(pending);
+      frame = requestFrame(id, pending.op, args, remainingMs, pending.deadline);
+    } catch (err) {
+      this.#forget(id);
+      pending.reject(err as SessionDBError);
+      return;
+    }
+    pending.args = null;
+    this.#writer.write(frame);
+  }
+
+  /** Sends what waited while the socket was backed up, until it is backed up again. */
+  #sendUnsent(): void {
+    while (this.#unsent.length > 0 && !this.#socket.writableNeedDrain) {
+      const id = this.#unsent.shift()!;
+      const pending = this.#pending.get(id);
+      if (pending?.args != null) this.#send(id, pending);
+    }
   }
 
   #onData(chunk: Buffer): void {
@@ -248,7 +281,7 @@ export class DaemonClient implements SessionDB {
     }
     if (Array.isArray(reply.chunk)) {
       // A stream's deadline is for its first page; each page keeps it alive.
-      pending.deadline = Date.now() + pending.patienceMs;
+      pending.deadline = Date.now() + pending.timeoutMs;
       pending.onChunk?.(reply.chunk);
       return;
     }
@@ -280,9 +313,10 @@ export class DaemonClient implements SessionDB {
     this.#sweeper = setInterval(() => {
       const now = Date.now();
       for (const [id, p] of this.#pending) {
-        if (p.deadline > now) continue;
+        const unsent = p.args !== null;
+        if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
         this.#forget(id);
-        p.reject(new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${p.patienceMs} ms`));
+        p.reject(unsent ? notSent(p) : unanswered(p));
       }
       if (this.#pending.size === 0 && this.#sweeper !== null) {
         clearInterval(this.#sweeper);
@@ -294,16 +328,28 @@ export class DaemonClient implements SessionDB {
   }
 }
 
+function notSent(p: PendingRequest): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${p.op} could not be sent within ${p.timeoutMs} ms (the connection to the daemon was backed up); it was not applied`);
+}
+
+/** A sent request's deadline passed without its answer: a write's fate is unknown, a read just timed out. */
+function unanswered(p: PendingRequest): SessionDBError {
+  const waited = p.timeoutMs + p.graceMs;
+  return p.write
+    ? new SessionDBError("OUTCOME_UNKNOWN", `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`)
+    : new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${waited} ms`);
+}
+
 /**
  * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
  * or typed array, which become extension types the daemon refuses by closing the connection),
  * and requests larger than the daemon's frame limit (which it also answers by closing the
  * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
  */
-function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number): Buffer {
+function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number, deadlineEpochMs: number): Buffer {
   let frame: Buffer;
   try {
-    frame = encodeFrame({ id, op, args, timeoutMs });
+    frame = encodeFrame({ id, op, args, timeoutMs, deadlineEpochMs });
     checkPlainMessagePack(frame.subarray(HEADER_BYTES));
   } catch (err) {
     throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);

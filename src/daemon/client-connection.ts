@@ -15,7 +15,14 @@ export interface ConnectionLimits {
 /** How long a half-closed connection waits for the client to close its side. */
 const CLOSE_GRACE_MS = 1000;
 
-export type RequestHandler = (request: Request, connection: ClientConnection) => Promise<unknown>;
+/** `receivedAt`: when the daemon read the request's frame (ms since the epoch), where its deadline starts. */
+export type RequestHandler = (request: Request, connection: ClientConnection, receivedAt: number) => Promise<unknown>;
+
+/** A frame read but not yet run, and when it was read. */
+interface HeldFrame {
+  body: Buffer;
+  receivedAt: number;
+}
 
 /**
  * One client on the socket: reassembles frames, checks them, runs requests concurrently (replies
@@ -31,7 +38,7 @@ export class ClientConnection {
   readonly #writer: FrameWriter;
   #inFlight = 0;
   /** Frames read but not yet run: one socket read can hold thousands of small requests. */
-  #held: Buffer[] = [];
+  #held: HeldFrame[] = [];
   #readingPaused = false;
   #failed = false;
   #ending = false;
@@ -127,21 +134,23 @@ export class ClientConnection {
       this.#fail(toSessionDBError(err));
       return;
     }
-    this.#held.push(...bodies);
+    const receivedAt = Date.now();
+    for (const body of bodies) this.#held.push({ body, receivedAt });
     this.#runHeld();
   }
 
   /** Runs held frames while the client stays within its limits; the rest wait, and so does the socket. */
   #runHeld(): void {
     while (this.#held.length > 0 && !this.#failed && !this.#ending && !this.#overLimits()) {
+      const { body, receivedAt } = this.#held.shift()!;
       let value: unknown;
       try {
-        value = decodeBody(this.#held.shift()!);
+        value = decodeBody(body);
       } catch (err) {
         this.#fail(toSessionDBError(err));
         return;
       }
-      this.#dispatch(value);
+      this.#dispatch(value, receivedAt);
     }
     if (this.#peerEnded && this.#held.length === 0 && this.#inFlight === 0 && !this.#ending && !this.#failed) {
       this.#ending = true;
@@ -155,7 +164,7 @@ export class ClientConnection {
     return this.#inFlight >= this.#limits.maxInFlight || this.#socket.writableLength > this.#limits.maxBufferedBytes;
   }
 
-  #dispatch(value: unknown): void {
+  #dispatch(value: unknown, receivedAt: number): void {
     let request: Request;
     try {
       request = parseRequest(value);
@@ -164,7 +173,7 @@ export class ClientConnection {
       return;
     }
     this.#inFlight++;
-    this.#handler(request, this).then(
+    this.#handler(request, this, receivedAt).then(
       (result) => this.#send({ id: request.id, ok: true, result: result ?? null }),
       (err: unknown) => this.#send({ id: request.id, ok: false, error: toWireError(err) }),
     ).finally(() => {

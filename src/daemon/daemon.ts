@@ -184,7 +184,7 @@ export class Daemon {
         maxInFlight: this.options.maxInFlightPerConnection,
         maxBufferedBytes: this.options.maxReplyBufferBytes,
       },
-      (request, conn) => this.#handle(request, conn),
+      (request, conn, receivedAt) => this.#handle(request, conn, receivedAt),
       this.options.log,
     );
     this.#connections.add(connection);
@@ -194,7 +194,7 @@ export class Daemon {
     });
   }
 
-  async #handle(request: Request, connection: ClientConnection): Promise<unknown> {
+  async #handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
     // Control ops are answered even while the daemon shuts down.
     if (isControlOp(request.op)) return this.#control[request.op](request.args);
     if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
@@ -203,28 +203,27 @@ export class Daemon {
     }
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
-    if (kind === "write") {
-      const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
-      return this.#writer.write(request.op as WriteOpName, params, deadline);
-    }
-    if (kind === "read") return this.#read(request.op as ReadOpName, params);
-    return this.#stream(request.op, params, request.id, connection);
+    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
+    if (kind === "write") return this.#writer.write(request.op as WriteOpName, params, deadline);
+    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline);
+    return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
   }
 
-  async #read(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
+  async #read(op: OpName, params: unknown, deadline: number, cursor?: unknown): Promise<unknown> {
     this.#readsQueued++;
     try {
-      return await this.#readers.run(op, params, cursor);
+      return await this.#readers.run(op, params, deadline, cursor);
     } finally {
       this.#readsQueued--;
     }
   }
 
   /** Sends a streamed result page by page, as fast as the client reads it. */
-  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection): Promise<null> {
+  /** Each page has the request's time span as its own deadline: the client waits page by page. */
+  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
     let cursor: unknown = null;
     do {
-      const page = (await this.#read(op, params, cursor)) as Page<unknown, unknown>;
+      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, cursor)) as Page<unknown, unknown>;
       if (page.items.length > 0) await connection.sendChunk(id, page.items);
       cursor = page.next;
     } while (cursor !== null && connection.open);

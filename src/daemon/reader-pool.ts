@@ -40,14 +40,15 @@ export class ReaderPool {
     this.#pool.on("error", (err: Error) => console.error(`sessiondb: a reader thread failed: ${err.message}`));
   }
 
-  async run(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
+  /** Runs one read; past `deadline` (ms since the epoch) before it starts, it is answered TIMEOUT. */
+  async run(op: OpName, params: unknown, deadline: number, cursor?: unknown): Promise<unknown> {
     while (this.#gate !== null) await this.#gate;
     this.#inFlight++;
     const crash = this.#crashes > 0;
     if (crash) this.#crashes--;
     let outcome: ReadOutcome;
     try {
-      outcome = await this.#pool.run({ op, params, cursor, ...(crash ? { crash } : {}) });
+      outcome = await this.#pool.run({ op, params, cursor, deadline, ...(crash ? { crash } : {}) });
     } catch (err) {
       throw new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`);
     } finally {
