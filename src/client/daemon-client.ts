@@ -26,8 +26,9 @@ const SWEEP_INTERVAL_MS = 50;
 
 interface PendingRequest {
   op: OpName | ControlOp;
-  /** Its arguments until it is handed to the socket, then null: from then on the daemon may run it. */
-  args: unknown[] | null;
+  args: unknown[];
+  /** Handed to the socket: from then on the daemon may run it. */
+  sent: boolean;
   /** A write whose reply does not come in time may or may not have been applied; a read changed nothing. */
   write: boolean;
   resolve(result: unknown): void;
@@ -52,70 +53,94 @@ function unavailable(socketPath: string, why: string): SessionDBError {
 export class DaemonClient implements SessionDB {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
-  readonly #socket: Socket;
-  readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
+  #socket!: Socket;
+  #writer!: FrameWriter;
+  #decoder!: FrameDecoder;
+  /** The daemon closed the connection for idleness: the next request opens a new one. */
+  #dormant = false;
+  /** Set while that new connection opens: requests wait unsent. */
+  #reconnecting: Promise<void> | null = null;
   readonly #pending = new Map<number, PendingRequest>();
   /** Requests not yet handed to the socket, in order: it is backed up. */
   #unsent: number[] = [];
   #sweeper: NodeJS.Timeout | null = null;
   /** Resolves `close()` once no request is pending. */
   #idle: (() => void) | null = null;
-  readonly #writer: FrameWriter;
   #nextId = 1;
   #lost: SessionDBError | null = null;
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
   server!: HelloResult;
 
-  private constructor(socket: Socket, options: ResolvedOptions) {
-    this.#socket = socket;
-    this.#writer = new FrameWriter(socket);
+  private constructor(options: ResolvedOptions) {
     this.#options = options;
-    socket.on("error", () => {
-      // "close" follows and fails whatever is pending
-    });
-    socket.on("drain", () => this.#sendUnsent());
-    socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
   }
 
   /** Connects and says hello; fails with UNAVAILABLE when no daemon for this file answers. */
   static async connect(options: ResolvedOptions): Promise<DaemonClient> {
-    // Replies are read into one buffer of the connection's own (`onread`), not a new one per read
-    // through the stream machinery: a client making one call at a time wakes for every reply.
-    let client: DaemonClient | null = null;
-    const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Buffer) => {
-      if (client !== null) client.#onData(buf.subarray(0, n));
-      return true;
-    } };
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ path: options.socketPath, onread });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
-      }, options.connectTimeoutMs);
-      s.once("connect", () => {
-        clearTimeout(timer);
-        resolve(s);
-      });
-      s.once("error", (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        reject(unavailable(options.socketPath, err.code ?? err.message));
-      });
+    const client = new DaemonClient(options);
+    await client.#open();
+    return client;
+  }
+
+  /** Opens a connection to the daemon, makes it this client's, and says hello on it first. */
+  async #open(): Promise<void> {
+    const options = this.#options;
+    let socket: Socket | null = null;
+    socket = await openSocket(options, (bytes) => {
+      if (socket === this.#socket) this.#onData(bytes);
     });
-    client = new DaemonClient(socket, options);
+    socket.on("error", () => {
+      // "close" follows and fails whatever is pending
+    });
+    socket.on("drain", () => this.#sendUnsent());
+    socket.on("close", () => {
+      if (socket === this.#socket && this.#reconnecting === null && !this.#dormant) {
+        this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied"));
+      }
+    });
+    this.#socket = socket;
+    this.#writer = new FrameWriter(socket);
+    this.#decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
-      const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
+      const hello = (await this.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0, true)) as HelloResult;
       if (hello.database !== options.path) {
         throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
-      client.server = hello;
-      return client;
+      this.server = hello;
     } catch (err) {
       socket.destroy();
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
       throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
     }
+  }
+
+  /**
+   * The daemon closed this connection for idleness (its goodbye frame): it read nothing sent after
+   * it, so every request still waiting for an answer was never started. They are sent again, in
+   * order, on a new connection (opened at once if any waits, else by the next request); the caller
+   * sees nothing of it.
+   */
+  #onGoodbye(): void {
+    for (const p of this.#pending.values()) p.sent = false;
+    this.#unsent = [...this.#pending.keys()];
+    this.#dormant = true;
+    if (this.#pending.size > 0) this.#wakeUp();
+  }
+
+  #wakeUp(): void {
+    this.#dormant = false;
+    this.#reconnecting = this.#open().then(
+      () => {
+        this.#reconnecting = null;
+        this.#sendUnsent();
+      },
+      (err: SessionDBError) => {
+        this.#reconnecting = null;
+        this.#connectionLost(err);
+      },
+    );
   }
 
   /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */
@@ -208,12 +233,14 @@ export class DaemonClient implements SessionDB {
     return this.#closed;
   }
 
+  /** `first`: sent at once, ahead of requests waiting for the connection (the hello). */
   #request(
     op: OpName | ControlOp,
     args: unknown[],
     timeoutMs: number,
     onChunk?: (items: unknown[]) => void,
     graceMs = LOCAL_GRACE_MS,
+    first = false,
   ): Promise<unknown> {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
@@ -221,10 +248,11 @@ export class DaemonClient implements SessionDB {
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
     return new Promise((resolve, reject) => {
       const write = (OPERATION_KINDS as Partial<Record<string, string>>)[op] === "write";
-      const pending: PendingRequest = { op, args, write, resolve, reject, timeoutMs, graceMs, deadline: Date.now() + timeoutMs };
+      const pending: PendingRequest = { op, args, sent: false, write, resolve, reject, timeoutMs, graceMs, deadline: Date.now() + timeoutMs };
       if (onChunk !== undefined) pending.onChunk = onChunk;
       this.#pending.set(id, pending);
-      if (this.#unsent.length === 0 && !this.#socket.writableNeedDrain) this.#send(id, pending);
+      if (this.#dormant && !first) this.#wakeUp();
+      if (first || (this.#reconnecting === null && this.#unsent.length === 0 && !this.#socket.writableNeedDrain)) this.#send(id, pending);
       else this.#unsent.push(id);
       if (this.#pending.has(id)) this.#startSweeper();
     });
@@ -235,34 +263,33 @@ export class DaemonClient implements SessionDB {
    * waited here is answered TIMEOUT: it never left this process.
    */
   #send(id: number, pending: PendingRequest): void {
-    const args = pending.args!;
     const remainingMs = Math.ceil(pending.deadline - Date.now());
     let frame: Buffer;
     try {
       if (remainingMs <= 0) throw notSent(pending);
-      frame = requestFrame(id, pending.op, args, remainingMs, pending.deadline);
+      frame = requestFrame(id, pending.op, pending.args, remainingMs, pending.deadline);
     } catch (err) {
       this.#forget(id);
       pending.reject(err as SessionDBError);
       return;
     }
-    pending.args = null;
+    pending.sent = true;
     this.#writer.write(frame);
   }
 
   /** Sends what waited while the socket was backed up, until it is backed up again. */
   #sendUnsent(): void {
-    while (this.#unsent.length > 0 && !this.#socket.writableNeedDrain) {
+    while (this.#reconnecting === null && this.#unsent.length > 0 && !this.#socket.writableNeedDrain) {
       const id = this.#unsent.shift()!;
       const pending = this.#pending.get(id);
-      if (pending?.args != null) this.#send(id, pending);
+      if (pending !== undefined && !pending.sent) this.#send(id, pending);
     }
   }
 
   #onData(chunk: Buffer): void {
     let bodies: Buffer[];
     try {
-      bodies = this.#decoder.push(chunk, true);
+      bodies = this.#decoder.push(chunk);
     } catch (err) {
       this.#connectionLost(err as SessionDBError);
       this.#socket.destroy();
@@ -275,8 +302,12 @@ export class DaemonClient implements SessionDB {
     const id = reply.id as number;
     const pending = this.#pending.get(id);
     if (pending === undefined) {
-      // id 0: the daemon rejected the connection itself (a frame it could not read).
-      if (id === 0 && reply.ok === false) this.#connectionLost(fromWireError(reply.error));
+      // id 0: the daemon closes the connection: idle (CLOSED), or a frame it could not read.
+      if (id === 0 && reply.ok === false) {
+        const err = fromWireError(reply.error);
+        if (err.code === "CLOSED") this.#onGoodbye();
+        else this.#connectionLost(err);
+      }
       return;
     }
     if (Array.isArray(reply.chunk)) {
@@ -313,7 +344,7 @@ export class DaemonClient implements SessionDB {
     this.#sweeper = setInterval(() => {
       const now = Date.now();
       for (const [id, p] of this.#pending) {
-        const unsent = p.args !== null;
+        const unsent = !p.sent;
         if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
         this.#forget(id);
         p.reject(unsent ? notSent(p) : unanswered(p));
@@ -338,6 +369,36 @@ function unanswered(p: PendingRequest): SessionDBError {
   return p.write
     ? new SessionDBError("OUTCOME_UNKNOWN", `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`)
     : new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${waited} ms`);
+}
+
+/**
+ * A connected socket. Replies are read into one buffer of the connection's own (`onread`), not a
+ * new one per read through the stream machinery: a client making one call at a time wakes for
+ * every reply.
+ */
+function openSocket(options: ResolvedOptions, onBytes: (bytes: Buffer) => void): Promise<Socket> {
+  const onread = {
+    buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
+    callback: (n: number, buf: Buffer) => {
+      onBytes(buf.subarray(0, n));
+      return true;
+    },
+  };
+  return new Promise<Socket>((resolve, reject) => {
+    const s = connect({ path: options.socketPath, onread });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    s.once("connect", () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+    s.once("error", (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(unavailable(options.socketPath, err.code ?? err.message));
+    });
+  });
 }
 
 /**

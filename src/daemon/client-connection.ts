@@ -1,8 +1,10 @@
 import type { Socket } from "node:net";
 import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
 import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
+import type { BodyPool } from "../protocol/body-pool.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import { parseRequest, requestIdOf, type Chunk, type Request, type Response } from "../protocol/messages.js";
+import type { RequestBudget } from "./request-budget.js";
 
 export interface ConnectionLimits {
   maxFrameBytes: number;
@@ -10,6 +12,12 @@ export interface ConnectionLimits {
   maxInFlight: number;
   /** Reply bytes waiting for a slow client; past it the socket is not read either. */
   maxBufferedBytes: number;
+  /** Request bytes of one connection being served; past it the socket is not read either (one request always runs). */
+  maxRequestBytes: number;
+  /** A frame left incomplete this long (while the daemon reads the connection) closes it, in ms. */
+  frameTimeoutMs: number;
+  /** A connection with nothing in flight and nothing received this long is closed, in ms. */
+  idleTimeoutMs: number;
 }
 
 /** How long a half-closed connection waits for the client to close its side. */
@@ -45,13 +53,33 @@ export class ClientConnection {
   /** The client ended its side: once every request read is answered, the connection closes. */
   #peerEnded = false;
   #drainWaiters: Array<() => void> = [];
+  readonly #budget: RequestBudget;
+  /** Bytes of held frames, and of requests being served. */
+  #heldBytes = 0;
+  #inFlightBytes = 0;
+  /** What this connection last reported to the daemon-wide budget. */
+  #reported = 0;
+  /** The frame being received is counted in the daemon-wide budget at its announced length. */
+  #reserved = false;
+  readonly #wake = (): void => this.#runHeld();
+  /** Since when a frame has been incomplete, while the daemon reads this connection (null: none is). */
+  #partialSince: number | null = null;
+  #lastActive = Date.now();
+  readonly #gone = new AbortController();
 
-  constructor(socket: Socket, limits: ConnectionLimits, handler: RequestHandler, log: (line: string) => void) {
+  constructor(
+    socket: Socket,
+    limits: ConnectionLimits,
+    memory: { budget: RequestBudget; bodies: BodyPool },
+    handler: RequestHandler,
+    log: (line: string) => void,
+  ) {
     this.#socket = socket;
     this.#limits = limits;
+    this.#budget = memory.budget;
     this.#handler = handler;
     this.#log = log;
-    this.#decoder = new FrameDecoder(limits.maxFrameBytes);
+    this.#decoder = new FrameDecoder(limits.maxFrameBytes, memory.bodies);
     this.#writer = new FrameWriter(socket);
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
@@ -64,7 +92,11 @@ export class ClientConnection {
       this.#runHeld();
     });
     socket.on("close", () => {
+      this.#gone.abort();
       for (const w of this.#drainWaiters.splice(0)) w();
+      this.#budget.forget(this.#wake);
+      this.#decoder.reset();
+      this.#report();
     });
     socket.on("error", () => {
       // A client that vanished mid-reply: its requests still complete; only the replies are lost.
@@ -73,6 +105,16 @@ export class ClientConnection {
 
   get open(): boolean {
     return !this.#socket.destroyed && this.#socket.writable;
+  }
+
+  /** Aborted once the client has gone: its reads not yet done are dropped (no one would get the answer). */
+  get gone(): AbortSignal {
+    return this.#gone.signal;
+  }
+
+  /** The client shut down its side (half-closed, or gone without the daemon knowing yet). */
+  get ended(): boolean {
+    return this.#peerEnded;
   }
 
   get inFlight(): number {
@@ -84,6 +126,28 @@ export class ClientConnection {
     if (!this.open) throw new SessionDBError("CLOSED", "the client went away");
     if (!this.#writer.write(encodeFrame({ id, chunk } satisfies Chunk))) {
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
+    }
+  }
+
+  /**
+   * Enforces the time limits: a frame left incomplete too long fails the connection (PROTOCOL); an
+   * idle connection gets a goodbye frame (id 0, `CLOSED`: nothing sent after it is read) and is
+   * closed, and the client reconnects when it next needs to.
+   */
+  sweep(now: number): void {
+    if (this.#failed || this.#ending || this.#socket.destroyed) return;
+    if (this.#partialSince !== null) {
+      // A pause of the daemon's making is not the client's delay: the clock starts again when reading resumes.
+      if (this.#readingPaused) this.#partialSince = now;
+      else if (now - this.#partialSince > this.#limits.frameTimeoutMs) {
+        this.#fail(new SessionDBError("PROTOCOL", `a frame stayed incomplete for over ${this.#limits.frameTimeoutMs / 1000} s`));
+      }
+      return;
+    }
+    if (this.#inFlight === 0 && this.#held.length === 0 && now - this.#lastActive > this.#limits.idleTimeoutMs) {
+      this.#send({ id: 0, ok: false, error: { code: "CLOSED", message: `the daemon closed this connection after ${this.#limits.idleTimeoutMs / 1000} s idle; requests sent after this were not read` } });
+      this.#ending = true;
+      this.#finish();
     }
   }
 
@@ -102,6 +166,13 @@ export class ClientConnection {
    * it has not read yet: acknowledged writes reported as lost.
    */
   #finish(): void {
+    // What was received and not run never will be: its memory goes back to the budget now.
+    this.#decoder.reset();
+    this.#held = [];
+    this.#heldBytes = 0;
+    this.#reserved = false;
+    this.#report();
+    this.#budget.forget(this.#wake);
     this.#socket.removeAllListeners("data");
     this.#socket.on("data", () => {});
     this.#socket.resume();
@@ -135,7 +206,14 @@ export class ClientConnection {
       return;
     }
     const receivedAt = Date.now();
-    for (const body of bodies) this.#held.push({ body, receivedAt });
+    this.#lastActive = receivedAt;
+    for (const body of bodies) {
+      this.#held.push({ body, receivedAt });
+      this.#heldBytes += body.length;
+    }
+    if (bodies.length > 0) this.#reserved = false;
+    if (this.#decoder.buffered === 0) this.#partialSince = null;
+    else this.#partialSince ??= receivedAt;
     this.#runHeld();
   }
 
@@ -143,6 +221,7 @@ export class ClientConnection {
   #runHeld(): void {
     while (this.#held.length > 0 && !this.#failed && !this.#ending && !this.#overLimits()) {
       const { body, receivedAt } = this.#held.shift()!;
+      this.#heldBytes -= body.length;
       let value: unknown;
       try {
         value = decodeBody(body);
@@ -150,21 +229,34 @@ export class ClientConnection {
         this.#fail(toSessionDBError(err));
         return;
       }
-      this.#dispatch(value, receivedAt);
+      this.#dispatch(value, receivedAt, body.length);
     }
     if (this.#peerEnded && this.#held.length === 0 && this.#inFlight === 0 && !this.#ending && !this.#failed) {
       this.#ending = true;
       this.#finish();
       return;
     }
+    this.#report();
     this.#updateFlow();
   }
 
   #overLimits(): boolean {
-    return this.#inFlight >= this.#limits.maxInFlight || this.#socket.writableLength > this.#limits.maxBufferedBytes;
+    return (
+      this.#inFlight >= this.#limits.maxInFlight ||
+      (this.#inFlight > 0 && this.#inFlightBytes + (this.#held[0]?.body.length ?? 0) > this.#limits.maxRequestBytes) ||
+      this.#socket.writableLength > this.#limits.maxBufferedBytes
+    );
   }
 
-  #dispatch(value: unknown, receivedAt: number): void {
+  /** Tells the daemon-wide budget what this connection holds now (nothing once it is closed). */
+  #report(): void {
+    const receiving = this.#reserved ? Math.max(this.#decoder.announced, this.#decoder.buffered) : this.#decoder.buffered;
+    const holding = this.#socket.destroyed ? 0 : receiving + this.#heldBytes + this.#inFlightBytes;
+    this.#budget.add(holding - this.#reported);
+    this.#reported = holding;
+  }
+
+  #dispatch(value: unknown, receivedAt: number, bytes: number): void {
     let request: Request;
     try {
       request = parseRequest(value);
@@ -173,20 +265,36 @@ export class ClientConnection {
       return;
     }
     this.#inFlight++;
+    this.#inFlightBytes += bytes;
     this.#handler(request, this, receivedAt).then(
       (result) => this.#send({ id: request.id, ok: true, result: result ?? null }),
       (err: unknown) => this.#send({ id: request.id, ok: false, error: toWireError(err) }),
     ).finally(() => {
       this.#inFlight--;
+      this.#inFlightBytes -= bytes;
+      this.#lastActive = Date.now();
+      this.#report();
       if (this.#ending && this.#inFlight === 0) this.#finish();
       else this.#runHeld();
     });
   }
 
-  /** Reads while the client stays within its in-flight and buffered-reply limits and nothing is held. */
+  /**
+   * Reads while the client stays within its limits and nothing is held, and, for a large frame
+   * whose header has come, while the daemon-wide budget has room for all of it (it is then counted
+   * at its full length until it is answered). A connection waiting for room is not read, and the
+   * time limit on its incomplete frame waits too; frames of those receiving theirs but stalling
+   * run out of time and give their room back.
+   */
   #updateFlow(): void {
     if (this.#failed || this.#ending || this.#socket.destroyed) return;
-    const throttle = this.#held.length > 0 || this.#overLimits();
+    const announced = this.#decoder.announced;
+    if (announced > 0 && !this.#reserved && this.#budget.admits(this.#reported, announced - this.#decoder.buffered, this.#wake)) {
+      this.#reserved = true;
+      this.#decoder.allocate();
+      this.#report();
+    }
+    const throttle = this.#held.length > 0 || this.#overLimits() || (announced > 0 && !this.#reserved);
     if (throttle && !this.#readingPaused) {
       this.#readingPaused = true;
       this.#socket.pause();

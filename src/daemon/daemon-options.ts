@@ -38,6 +38,18 @@ export interface DaemonOptions {
   maxFrameBytes?: number;
   /** Requests one connection may have in flight before the daemon stops reading it. Default 256. */
   maxInFlightPerConnection?: number;
+  /** Request bytes one connection may have being served before the daemon stops reading it (one
+   *  request always runs). Default 16 MiB. */
+  maxRequestBytesPerConnection?: number;
+  /**
+   * Request bytes the whole daemon holds (frames being received or served, all connections).
+   * Past it, connections holding over 1 MiB are not read until it falls. Default 128 MiB.
+   */
+  maxRequestBytesTotal?: number;
+  /** A connection that leaves a frame incomplete this long is closed (PROTOCOL), in ms. Default 30,000. */
+  frameTimeoutMs?: number;
+  /** A connection with nothing in flight and nothing sent this long is closed, in ms; clients reconnect. Default 600,000 (10 min). */
+  idleConnectionTimeoutMs?: number;
   /** Requests queued in the whole daemon before it answers OVERLOADED. Default 10,000. */
   maxQueue?: number;
   /** Deadline of a write whose client sent none, in ms. Default 60,000. */
@@ -83,6 +95,10 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", 8 * 1024 * 1024)),
     maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),
     maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
+    maxRequestBytesPerConnection: Math.floor(positive(options.maxRequestBytesPerConnection, "maxRequestBytesPerConnection", 16 * 1024 * 1024)),
+    maxRequestBytesTotal: Math.floor(positive(options.maxRequestBytesTotal, "maxRequestBytesTotal", 128 * 1024 * 1024)),
+    frameTimeoutMs: positive(options.frameTimeoutMs, "frameTimeoutMs", 30_000),
+    idleConnectionTimeoutMs: positive(options.idleConnectionTimeoutMs, "idleConnectionTimeoutMs", 600_000),
     maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
     log: options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} sessiondb: ${line}\n`)),

@@ -13,7 +13,9 @@ import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } 
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { WalGuard, walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
-import { ReaderPool } from "./reader-pool.js";
+import { ReaderPool, type ReadRequester } from "./reader-pool.js";
+import { RequestBudget } from "./request-budget.js";
+import { BodyPool } from "../protocol/body-pool.js";
 import { WriterClient } from "./writer-client.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
@@ -40,6 +42,9 @@ export class Daemon {
   readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
+  readonly #memory: { budget: RequestBudget; bodies: BodyPool };
+  /** Enforces the connections' time limits (incomplete frames, idle connections). */
+  readonly #sweeper: NodeJS.Timeout;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
@@ -61,6 +66,12 @@ export class Daemon {
       stats: () => this.stats(),
       close: () => this.close(),
     });
+    this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
+    this.#sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const connection of this.#connections) connection.sweep(now);
+    }, Math.min(1000, options.frameTimeoutMs / 2, options.idleConnectionTimeoutMs / 2));
+    this.#sweeper.unref();
     this.#walGuard = new WalGuard(options.files.wal, options.walLimitBytes, writer, readers, options.log);
   }
 
@@ -131,6 +142,7 @@ export class Daemon {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
     this.#walGuard.stop();
+    clearInterval(this.#sweeper);
     const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
@@ -183,7 +195,11 @@ export class Daemon {
         maxFrameBytes: this.options.maxFrameBytes,
         maxInFlight: this.options.maxInFlightPerConnection,
         maxBufferedBytes: this.options.maxReplyBufferBytes,
+        maxRequestBytes: this.options.maxRequestBytesPerConnection,
+        frameTimeoutMs: this.options.frameTimeoutMs,
+        idleTimeoutMs: this.options.idleConnectionTimeoutMs,
       },
+      this.#memory,
       (request, conn, receivedAt) => this.#handle(request, conn, receivedAt),
       this.options.log,
     );
@@ -205,14 +221,14 @@ export class Daemon {
     const params = parseOperation(request.op, request.args);
     const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     if (kind === "write") return this.#writer.write(request.op as WriteOpName, params, deadline);
-    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline);
+    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
     return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
   }
 
-  async #read(op: OpName, params: unknown, deadline: number, cursor?: unknown): Promise<unknown> {
+  async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
     this.#readsQueued++;
     try {
-      return await this.#readers.run(op, params, deadline, cursor);
+      return await this.#readers.run(op, params, deadline, cursor, requester);
     } finally {
       this.#readsQueued--;
     }
@@ -223,7 +239,7 @@ export class Daemon {
   async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
     let cursor: unknown = null;
     do {
-      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, cursor)) as Page<unknown, unknown>;
+      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, connection, cursor)) as Page<unknown, unknown>;
       if (page.items.length > 0) await connection.sendChunk(id, page.items);
       cursor = page.next;
     } while (cursor !== null && connection.open);
