@@ -87,8 +87,11 @@ export class ClientConnection {
       this.#runHeld();
     });
     socket.on("end", () => {
-      // The client half-closed: what it sent is all there is. Answer it, then close.
+      // The client shut down its side: what it sent is all there is. Answer it, then close. A
+      // client that closed its socket altogether looks the same until something is written to
+      // it: an empty write fails at once (EPIPE) if it is gone, and its reads are dropped.
       this.#peerEnded = true;
+      if (this.#socket.writable) this.#socket.write(Buffer.alloc(0));
       this.#runHeld();
     });
     socket.on("close", () => {
@@ -138,8 +141,7 @@ export class ClientConnection {
     if (this.#failed || this.#ending || this.#socket.destroyed) return;
     if (this.#partialSince !== null) {
       // A pause of the daemon's making is not the client's delay: the clock starts again when reading resumes.
-      if (this.#readingPaused) this.#partialSince = now;
-      else if (now - this.#partialSince > this.#limits.frameTimeoutMs) {
+      if (!this.#readingPaused && now - this.#partialSince > this.#limits.frameTimeoutMs) {
         this.#fail(new SessionDBError("PROTOCOL", `a frame stayed incomplete for over ${this.#limits.frameTimeoutMs / 1000} s`));
       }
       return;
@@ -300,6 +302,7 @@ export class ClientConnection {
       this.#socket.pause();
     } else if (!throttle && this.#readingPaused) {
       this.#readingPaused = false;
+      if (this.#partialSince !== null) this.#partialSince = Date.now();
       this.#socket.resume();
     }
   }
