@@ -13,6 +13,7 @@ export interface ResolvedOptions {
   readonly checkpointEveryNWrites: number;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  readonly create: boolean;
 }
 
 function nonNegative(value: unknown, name: string, fallback: number): number {
@@ -32,6 +33,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.path !== undefined && (typeof options.path !== "string" || options.path === "")) {
     throw invalidArgument("option path must be a non-empty string");
   }
+  if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
   const path = realDatabasePath(options.path ?? defaultDatabasePath());
   const retry: RetryPolicy = {
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
@@ -48,5 +50,6 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
+    create: options.create ?? true,
   };
 }

@@ -307,4 +307,9 @@ export interface OpenOptions {
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
+  /**
+   * Direct mode: whether a missing or empty (0-byte) file may be initialised. Default true; with
+   * false such a file fails with `SCHEMA` and is left as it is.
+   */
+  create?: boolean;
 }

@@ -58,7 +58,7 @@ export async function openStore(globals: GlobalOptions, mustExist: boolean): Pro
   if (mustExist && !existsSync(path)) {
     throw new CliError("NOT_FOUND", `no database at ${path} (give --db PATH or set $SESSIONDB_PATH; nothing was created)`);
   }
-  return { db: await openSessionDB({ path, mode: "direct" }), daemon: null, path };
+  return { db: await openSessionDB({ path, mode: "direct", create: !mustExist }), daemon: null, path };
 }
 
 /** Runs a command body with its store and output; the store is closed whatever happens. */

@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { dirname } from "node:path";
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { operations, type OpName, type ReadOpName, type WriteOpName } from "../engine/operations.js";
+import { newerSchemaError } from "../engine/database-file.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { Page } from "../engine/operation.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
@@ -63,6 +64,10 @@ export interface DaemonStats {
   version: string;
   database: string;
   socket: string;
+  /** True when a newer Hermes made the file: served read-only (SPEC §8, `SCHEMA`). */
+  readOnly: boolean;
+  /** The file's own schema version. */
+  fileSchemaVersion: number;
   uptimeS: number;
   clients: number;
   walBytes: number;
@@ -175,6 +180,9 @@ export class Daemon {
       resolved.log(
         `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
       );
+      if (writer.newerVersion !== null) {
+        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      }
       return daemon;
     } catch (err) {
       await writer?.close();
@@ -194,6 +202,8 @@ export class Daemon {
       version: VERSION,
       database: this.options.path,
       socket: this.options.socketPath,
+      readOnly: this.#writer.newerVersion !== null,
+      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.path),
@@ -308,6 +318,7 @@ export class Daemon {
     const op = operations[request.op];
     const params = op.parse(request.args);
     if (op.kind === "write") {
+      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
       const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }
@@ -327,6 +338,8 @@ export class Daemon {
       schemaVersion: SCHEMA_VERSION,
       pid: process.pid,
       database: this.options.path,
+      readOnly: this.#writer.newerVersion !== null,
+      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
     };
   }
 
@@ -356,6 +369,7 @@ export class Daemon {
    */
   async #watchWal(): Promise<void> {
     if (this.#truncating || this.#closing !== null || Date.now() < this.#walRetryAt) return;
+    if (this.#writer.newerVersion !== null) return; // not ours to checkpoint
     const size = walSize(this.options.path);
     if (size <= this.options.walLimitBytes) return;
     this.#truncating = true;

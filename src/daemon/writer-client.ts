@@ -71,6 +71,8 @@ export class WriterClient {
   #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
   #restarts = 0;
   onCheckpoint: ((result: CheckpointResult) => void) | null = null;
+  /** The file's schema version when a newer Hermes made it (the file is served read-only), else null. */
+  newerVersion: number | null = null;
 
   private constructor(config: WriterConfig) {
     this.#config = config;
@@ -165,6 +167,7 @@ export class WriterClient {
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
+          this.newerVersion = message.newerVersion;
           resolve();
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));

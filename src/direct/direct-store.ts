@@ -4,11 +4,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import { openConnection, type Connection } from "../engine/connection.js";
+import type { Connection } from "../engine/connection.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { openDatabase } from "../engine/open-database.js";
 import type { Args } from "../engine/args.js";
 import { operations, type OpName } from "../engine/operations.js";
-import { ensureSchema } from "../engine/schema.js";
-import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
+import { busyFailure, inWriteTransaction, jitterMs } from "../engine/transaction.js";
 import type { ExportCursor } from "../engine/export.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
@@ -22,27 +23,29 @@ export class DirectStore implements SessionDB {
   readonly mode = "direct" as const;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
+  /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
+  readonly #newerVersion: number | null;
   #writesSinceCheckpoint = 0;
   #writeQueue: Promise<unknown> = Promise.resolve();
   #closed: Promise<void> | null = null;
 
-  private constructor(db: Connection, options: ResolvedOptions) {
+  private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
     this.#db = db;
     this.#options = options;
+    this.#newerVersion = newerVersion;
   }
 
-  /** Opens (creating when missing) and migrates the file. */
+  /** Opens (creating when missing, unless `create` is false) and migrates the file. */
   static open(options: ResolvedOptions): DirectStore {
-    mkdirSync(dirname(options.path), { recursive: true });
-    let db: Connection | undefined;
     try {
-      // Switching a file to WAL needs an exclusive lock that SQLite refuses at once (no busy wait)
-      // while another process is switching or migrating it too, so opening retries like a write.
-      db = retryBusySync(options.retry, () => openConnection(options.path, { busyTimeoutMs: options.busyTimeoutMs }));
-      ensureSchema(db, options.retry);
-      return new DirectStore(db, options);
+      if (options.create) mkdirSync(dirname(options.path), { recursive: true });
+      const { db, newerVersion } = openDatabase(options.path, {
+        busyTimeoutMs: options.busyTimeoutMs,
+        retry: options.retry,
+        create: options.create,
+      });
+      return new DirectStore(db, options, newerVersion);
     } catch (err) {
-      db?.close();
       throw toSessionDBError(err);
     }
   }
@@ -53,6 +56,7 @@ export class DirectStore implements SessionDB {
     const op = operations[name];
     if (op.kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
     const params = op.parse(args);
+    if (op.kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
     if (op.kind === "read") return this.#withRetry(() => op.run(db, params as never), false);
     const result = this.#writeQueue.then(() => this.#withRetry(() => op.run(db, params as never), true));
     this.#writeQueue = result.catch(() => undefined);
@@ -76,7 +80,7 @@ export class DirectStore implements SessionDB {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;
-      checkpoint(db);
+      if (this.#newerVersion === null) checkpoint(db);
       db.close();
     });
     return this.#closed;

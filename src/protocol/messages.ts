@@ -38,6 +38,10 @@ export interface HelloResult {
   pid: number;
   /** The real path of the database this daemon serves, so a client can check it found the right one. */
   database: string;
+  /** True when the file was made by a newer Hermes: it is served read-only and every write fails with SCHEMA. */
+  readOnly: boolean;
+  /** The file's own schema version (above `schemaVersion` when `readOnly`). */
+  fileSchemaVersion: number;
 }
 
 const MAX_REQUEST_ID = 2 ** 32 - 1;
