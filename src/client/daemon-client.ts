@@ -1,12 +1,13 @@
 import { connect, type Socket } from "node:net";
-import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
+import { fromWireError, invalidArgument, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import { isOpName, operations, OP_NAMES, type OpName } from "../engine/operations.js";
+import { OP_NAMES, type OpName } from "../engine/operations.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import { PROTOCOL_VERSION, type ControlOp, type HelloResult } from "../protocol/messages.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { argsForWire } from "./wire-args.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -114,7 +115,13 @@ export class DaemonClient implements SessionDB {
 
   /** Runs one operation of the table by name; the typed methods all come through here. */
   call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
-    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
+    let wire: unknown[];
+    try {
+      wire = argsForWire(name, trimUndefined(args));
+    } catch (err) {
+      return Promise.reject(toSessionDBError(err));
+    }
+    return this.#request(name, wire, this.#options.requestTimeoutMs);
   }
 
   async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
@@ -279,8 +286,6 @@ function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeo
   }
   const bytes = frame.length - HEADER_BYTES;
   if (bytes > DEFAULT_MAX_FRAME_BYTES) {
-    // An argument over its own documented limit fails as it does in direct mode.
-    if (isOpName(op)) operations[op].parse(args);
     throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
   }
   return frame;
