@@ -36,6 +36,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
   const path = realDatabasePath(options.path ?? defaultDatabasePath());
   const retry: RetryPolicy = {
+    budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
     minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
     maxDelayMs: nonNegative(options.retry?.maxDelayMs, "retry.maxDelayMs", DEFAULT_RETRY.maxDelayMs),

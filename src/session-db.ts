@@ -284,8 +284,13 @@ export interface SessionDB {
   close(): Promise<void>;
 }
 
+/** Direct mode's patience for the write lock (SPEC §4). */
 export interface RetryOptions {
+  /** How long a write keeps trying for the lock before it fails with BUSY, in ms. Default 20000. */
+  budgetMs?: number;
+  /** An optional cap on the attempts within the budget. Default: none. */
   maxAttempts?: number;
+  /** The random pause between attempts: 20–150 ms by default, its range growing after 2 s of waiting. */
   minDelayMs?: number;
   maxDelayMs?: number;
 }
@@ -299,7 +304,7 @@ export interface OpenOptions {
   socketPath?: string;
   /** Direct mode's SQLite busy timeout. Default 1000. */
   busyTimeoutMs?: number;
-  /** Direct mode's write retry. Default 15 attempts, 20–150 ms. */
+  /** Direct mode's write retry. Default: a 20 s budget, 20–150 ms pauses growing after 2 s. */
   retry?: RetryOptions;
   /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
   checkpointEveryNWrites?: number;

@@ -28,7 +28,7 @@ import type {
 const config = workerData as WriterConfig;
 const port = parentPort!;
 /** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
-const LOCK_RETRY: RetryPolicy = { maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
+const LOCK_RETRY: RetryPolicy = { budgetMs: Infinity, maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
 /** Opening and migrating the file wait for other processes too, but not forever. */
 const OPEN_RETRY: RetryPolicy = { ...LOCK_RETRY, maxAttempts: 1000 };
 const LOCK_BUSY_TIMEOUT_MS = 100;

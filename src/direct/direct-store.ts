@@ -9,15 +9,15 @@ import { newerSchemaError } from "../engine/database-file.js";
 import { openDatabase } from "../engine/open-database.js";
 import type { Args } from "../engine/args.js";
 import { operations, type OpName } from "../engine/operations.js";
-import { busyFailure, inWriteTransaction, jitterMs } from "../engine/transaction.js";
+import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
 import type { ExportCursor } from "../engine/export.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
- * COMMIT`; a busy database is retried after a random 20–150 ms pause, up to 15 attempts, then
- * fails with BUSY. Writes from one handle keep their order; reads run at once.
+ * COMMIT`; a busy database is retried after a random 20–150 ms pause (growing after 2 s) until
+ * the retry budget (default 20 s) is spent, then fails with BUSY. Writes from one handle keep their order; reads run at once.
  */
 export class DirectStore implements SessionDB {
   readonly mode = "direct" as const;
@@ -94,6 +94,7 @@ export class DirectStore implements SessionDB {
   /** One attempt per turn of the event loop: other work goes on while a writer waits for its turn. */
   async #withRetry<T>(fn: () => T, isWrite: boolean): Promise<T> {
     const { retry } = this.#options;
+    const startedAt = performance.now();
     for (let attempt = 1; ; attempt++) {
       const db = this.#db;
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
@@ -103,8 +104,9 @@ export class DirectStore implements SessionDB {
         return result;
       } catch (err) {
         if (!isBusyError(err)) throw toSessionDBError(err);
-        if (attempt >= retry.maxAttempts) throw busyFailure(attempt, err);
-        await sleep(jitterMs(retry));
+        const delay = retryDelayMs(retry, attempt, startedAt);
+        if (delay === null) throw busyFailure(attempt, startedAt, err);
+        await sleep(delay);
       }
     }
   }
