@@ -1,10 +1,11 @@
-import { chmodSync, mkdirSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, statSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { availableParallelism } from "node:os";
 import { dirname } from "node:path";
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { operations, type OpName, type ReadOpName, type WriteOpName } from "../engine/operations.js";
 import { newerSchemaError } from "../engine/database-file.js";
+import { makePrivateDir } from "../engine/private-files.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { Page } from "../engine/operation.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
@@ -154,7 +155,7 @@ export class Daemon {
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
-    mkdirSync(dirname(resolved.path), { recursive: true });
+    makePrivateDir(dirname(resolved.path));
     const lock = await acquireLock(resolved);
     let writer: WriterClient | undefined;
     let readers: ReaderPool | undefined;

@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { SessionDBError } from "../errors.js";
+import { createPrivateFile } from "../engine/private-files.js";
 
 /**
  * One daemon per database. The lock is an exclusive SQLite lock on a small file beside the
@@ -24,6 +25,7 @@ export class InstanceLock {
   /** Takes the lock, or fails with UNAVAILABLE when another process holds it. */
   static acquire(databasePath: string): InstanceLock {
     const path = InstanceLock.pathFor(databasePath);
+    createPrivateFile(path);
     const db = new Database(path, { timeout: 0 });
     try {
       db.pragma("locking_mode = EXCLUSIVE");

@@ -1,4 +1,3 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
@@ -7,6 +6,7 @@ import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import type { Connection } from "../engine/connection.js";
 import { newerSchemaError } from "../engine/database-file.js";
 import { openDatabase } from "../engine/open-database.js";
+import { makePrivateDir } from "../engine/private-files.js";
 import type { Args } from "../engine/args.js";
 import { operations, type OpName } from "../engine/operations.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
@@ -38,7 +38,7 @@ export class DirectStore implements SessionDB {
   /** Opens (creating when missing, unless `create` is false) and migrates the file. */
   static open(options: ResolvedOptions): DirectStore {
     try {
-      if (options.create) mkdirSync(dirname(options.path), { recursive: true });
+      if (options.create) makePrivateDir(dirname(options.path));
       const { db, newerVersion } = openDatabase(options.path, {
         busyTimeoutMs: options.busyTimeoutMs,
         retry: options.retry,

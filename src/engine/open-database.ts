@@ -6,6 +6,7 @@
 import { SessionDBError } from "../errors.js";
 import { openConnection, type Connection } from "./connection.js";
 import { inspectDatabaseFile, isNewer, notHermesFile } from "./database-file.js";
+import { createPrivateFile } from "./private-files.js";
 import { ensureSchema } from "./schema.js";
 import { retryBusySync, type RetryPolicy } from "./transaction.js";
 
@@ -33,6 +34,7 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Opened
     return { db: openConnection(path, { readonly: true, busyTimeoutMs: options.busyTimeoutMs }), newerVersion: file.version };
   }
   const { busyTimeoutMs, synchronous, retry } = options;
+  if (file.kind === "missing") createPrivateFile(path);
   // The schema comes before the WAL switch, so a new file is never left a SQLite file without
   // the schema's tables (which a later open would refuse as someone else's).
   const db = openConnection(path, { busyTimeoutMs, synchronous, wal: false });
