@@ -28,7 +28,9 @@ const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsO
 // keep it; a body holding that key is decoded into Maps instead, and they become objects whose
 // `__proto__` is an own data property (never a prototype), as JSON.parse makes it.
 const mapUnpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: false, int64AsType: "number", copyBuffers: true });
-const PROTO_KEY = Buffer.from("\xa9__proto__", "latin1");
+// Any occurrence sends the body down the slower path (a text that merely mentions it too), so a
+// key encoded as str8 by another client is caught as well: correct either way.
+const PROTO_KEY = Buffer.from("__proto__", "latin1");
 
 function mapsToObjects(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(mapsToObjects);
