@@ -64,4 +64,5 @@ type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATION_KINDS)[K] 
 export type WriteOpName = OfKind<"write">;
 export type ReadOpName = OfKind<"read">;
 /** Operations answered with a promise (all but the streamed ones). */
-export type CallOpName = Exclude<OpName, OfKind<"stream">>;
+export type CallOpName = Exclude<OpName, StreamOpName>;
+export type StreamOpName = OfKind<"stream">;

@@ -1,13 +1,12 @@
 import { connect, type Socket } from "node:net";
 import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import type { OpName } from "../operation-catalogue.js";
+import type { CallOpName, OpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -42,7 +41,7 @@ function unavailable(socketPath: string, why: string): SessionDBError {
  * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
  * id, each with a deadline; `exportAll` streams in chunks, read only as fast as it is consumed.
  */
-export class DaemonClient implements SessionDB {
+export class DaemonClient extends Store {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
   readonly #socket: Socket;
@@ -59,6 +58,7 @@ export class DaemonClient implements SessionDB {
   server!: HelloResult;
 
   private constructor(socket: Socket, options: ResolvedOptions) {
+    super();
     this.#socket = socket;
     this.#writer = new FrameWriter(socket);
     this.#options = options;
@@ -113,9 +113,9 @@ export class DaemonClient implements SessionDB {
     return this.#lost === null;
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
-    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
+  protected call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+    // The daemon answers each operation with what the catalogue says it returns.
+    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs) as Promise<ResultOf<K>>;
   }
 
   /** Asks the daemon who it is. */
@@ -148,12 +148,12 @@ export class DaemonClient implements SessionDB {
     return this.#request(op, trimUndefined(args), this.#options.requestTimeoutMs) as Promise<ControlResult<K>>;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     const buffered: unknown[][] = [];
     let wake: (() => void) | null = null;
     let finished = false;
     let failure: SessionDBError | null = null;
-    const done = this.#request("exportAll", trimUndefined([opts]), this.#options.requestTimeoutMs, (items) => {
+    const done = this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs, (items) => {
       buffered.push(items);
       if (buffered.length >= MAX_BUFFERED_CHUNKS) this.#socket.pause();
       wake?.();
@@ -172,7 +172,7 @@ export class DaemonClient implements SessionDB {
         const items = buffered.shift();
         if (items !== undefined) {
           if (buffered.length < MAX_BUFFERED_CHUNKS) this.#socket.resume();
-          yield* items as SessionExport[];
+          yield* items as Array<ResultOf<K>>;
           continue;
         }
         if (failure !== null) throw failure;
@@ -323,7 +323,3 @@ function trimUndefined(args: readonly unknown[]): unknown[] {
   while (end > 0 && args[end - 1] === undefined) end--;
   return args.slice(0, end);
 }
-
-export interface DaemonClient extends OperationMethods {}
-
-installOperationMethods(DaemonClient);

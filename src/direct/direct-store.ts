@@ -3,14 +3,12 @@ import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { openConnection, type Connection } from "../engine/connection.js";
-import type { Args } from "../engine/args.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
-import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
+import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { ensureSchema } from "../engine/schema.js";
 import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 
 
 /**
@@ -18,7 +16,7 @@ import { installOperationMethods, type OperationMethods } from "../operation-met
  * COMMIT`; a busy database is retried after a random 20–150 ms pause, up to 15 attempts, then
  * fails with BUSY. Writes from one handle keep their order; reads run at once.
  */
-export class DirectStore implements SessionDB {
+export class DirectStore extends Store {
   readonly mode = "direct" as const;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
@@ -27,6 +25,7 @@ export class DirectStore implements SessionDB {
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions) {
+    super();
     this.#db = db;
     this.#options = options;
   }
@@ -47,25 +46,24 @@ export class DirectStore implements SessionDB {
     }
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  async call(name: OpName, args: Args): Promise<unknown> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     const db = this.#connection();
-    const kind = OPERATION_KINDS[name];
-    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
     const params = parseOperation(name, args);
-    if (kind === "read") return this.#withRetry(() => runOperation(db, name, params), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => runOperation(db, name, params), true));
+    // The engine's table returns what the catalogue says this operation returns.
+    const run = () => runOperation(db, name, params) as ResultOf<K>;
+    if (OPERATION_KINDS[name] === "read") return this.#withRetry(run, false);
+    const result = this.#writeQueue.then(() => this.#withRetry(run, true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const params = parseOperation("exportAll", [opts]);
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
     let cursor: unknown = null;
     do {
       const db = this.#connection();
-      const page = await this.#withRetry(() => runPage(db, "exportAll", params, cursor), false);
-      yield* page.items as SessionExport[];
+      const page = await this.#withRetry(() => runPage(db, name, params, cursor), false);
+      yield* page.items as Array<ResultOf<K>>;
       cursor = page.next;
     } while (cursor !== null);
   }
@@ -121,7 +119,3 @@ function checkpoint(db: Connection): void {
     // Another connection may hold what it needs; the next checkpoint catches up.
   }
 }
-
-export interface DirectStore extends OperationMethods {}
-
-installOperationMethods(DirectStore);
