@@ -3,6 +3,7 @@ import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
+import type { DaemonControl } from "./protocol/control.js";
 import { Store } from "./store.js";
 
 
@@ -18,13 +19,18 @@ export class AutoStore extends Store {
   #failover: Promise<DirectStore> | null = null;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
-    super();
+    super(options.files);
     this.#current = client;
     this.#options = options;
   }
 
   get mode(): "direct" | "daemon" {
     return this.#current.mode;
+  }
+
+  /** The daemon's control while calls go to it; null once the handle has failed over. */
+  get daemon(): DaemonControl | null {
+    return this.#current.daemon;
   }
 
   protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {

@@ -1,4 +1,6 @@
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "./operation-catalogue.js";
+import type { DatabaseFiles } from "./database-files.js";
+import type { DaemonControl } from "./protocol/control.js";
 import type { Mode, SessionDB } from "./session-db.js";
 
 type Call<K extends CallOpName> = Promise<ResultOf<K>>;
@@ -10,11 +12,17 @@ type Call<K extends CallOpName> = Promise<ResultOf<K>>;
  */
 export abstract class Store implements SessionDB {
   abstract readonly mode: Mode;
+  abstract readonly daemon: DaemonControl | null;
+  readonly files: DatabaseFiles;
   /** Runs one operation (all but the streamed ones) by name. */
   protected abstract call<K extends CallOpName>(name: K, args: ParamsOf<K>): Call<K>;
   /** Runs a streamed operation, item by item. */
   protected abstract stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>>;
   abstract close(): Promise<void>;
+
+  protected constructor(files: DatabaseFiles) {
+    this.files = files;
+  }
 
   /** `call` on another store: how auto mode hands an operation to the store that serves it. */
   protected static callOn<K extends CallOpName>(store: Store, name: K, args: ParamsOf<K>): Call<K> {

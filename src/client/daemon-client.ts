@@ -1,12 +1,13 @@
 import { connect, type Socket } from "node:net";
-import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
+import { fromWireError, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { CallOpName, OpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
-import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
+import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
-import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
+import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { Store } from "../store.js";
+import { requestFrame, trimUndefined } from "./request-frame.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -41,7 +42,7 @@ function unavailable(socketPath: string, why: string): SessionDBError {
  * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
  * id, each with a deadline; `exportAll` streams in chunks, read only as fast as it is consumed.
  */
-export class DaemonClient extends Store {
+export class DaemonClient extends Store implements DaemonControl {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
   readonly #socket: Socket;
@@ -58,7 +59,7 @@ export class DaemonClient extends Store {
   server!: HelloResult;
 
   private constructor(socket: Socket, options: ResolvedOptions) {
-    super();
+    super(options.files);
     this.#socket = socket;
     this.#writer = new FrameWriter(socket);
     this.#options = options;
@@ -106,6 +107,11 @@ export class DaemonClient extends Store {
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
       throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
     }
+  }
+
+  /** The handle's control of its daemon: this client itself. */
+  get daemon(): DaemonControl {
+    return this;
   }
 
   /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */
@@ -292,34 +298,4 @@ export class DaemonClient extends Store {
     // The socket keeps the process alive while requests are pending; the sweep need not.
     this.#sweeper.unref();
   }
-}
-
-/**
- * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
- * or typed array, which become extension types the daemon refuses by closing the connection),
- * and requests larger than the daemon's frame limit (which it also answers by closing the
- * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
- */
-function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number): Buffer {
-  let frame: Buffer;
-  try {
-    frame = encodeFrame({ id, op, args, timeoutMs });
-    checkPlainMessagePack(frame.subarray(HEADER_BYTES));
-  } catch (err) {
-    throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
-  }
-  const bytes = frame.length - HEADER_BYTES;
-  if (bytes > DEFAULT_MAX_FRAME_BYTES) {
-    // Same code as an argument over its own limit in direct mode; the engine's checks are not
-    // loaded here, so the client never loads the SQLite driver.
-    throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
-  }
-  return frame;
-}
-
-/** Trailing undefined arguments are left out, so "not given" stays "not given" on the daemon. */
-function trimUndefined(args: readonly unknown[]): unknown[] {
-  let end = args.length;
-  while (end > 0 && args[end - 1] === undefined) end--;
-  return args.slice(0, end);
 }

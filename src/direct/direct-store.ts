@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
@@ -18,6 +18,7 @@ import { Store } from "../store.js";
  */
 export class DirectStore extends Store {
   readonly mode = "direct" as const;
+  readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   #writesSinceCheckpoint = 0;
@@ -25,13 +26,16 @@ export class DirectStore extends Store {
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions) {
-    super();
+    super(options.files);
     this.#db = db;
     this.#options = options;
   }
 
-  /** Opens (creating when missing) and migrates the file. */
+  /** Opens (creating when missing, unless `create` is false) and migrates the file. */
   static open(options: ResolvedOptions): DirectStore {
+    if (!options.create && !existsSync(options.path)) {
+      throw new SessionDBError("NOT_FOUND", `no database at ${options.path} (nothing was created)`);
+    }
     mkdirSync(dirname(options.path), { recursive: true });
     let db: Connection | undefined;
     try {

@@ -53,6 +53,22 @@ export interface DaemonStats {
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
 }
 
+/** A handle's way to the daemon that serves it (`SessionDB.daemon`). */
+export interface DaemonControl {
+  /** What the daemon said of itself when the handle connected. */
+  readonly server: HelloResult;
+  /** Asks the daemon who it is. */
+  hello(): Promise<HelloResult>;
+  /** The round trip with no database work. */
+  ping(): Promise<"pong">;
+  /** The daemon's figures: clients, queue, group commit, readers, WAL, memory. */
+  stats(): Promise<DaemonStats>;
+  /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
+  shutdown(): Promise<void>;
+  /** The reliability tests' fault injection (refused unless the daemon runs with it on). */
+  fault<K extends FaultOp>(op: K, ...args: ControlArgs<K>): Promise<void>;
+}
+
 /** Each control op's arguments and result. */
 export interface ControlOps {
   hello: { args: [opts?: { protocol?: number }]; result: HelloResult };

@@ -2,9 +2,8 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
-import { defaultSocketPath } from "../../socket-path.js";
 import { duration, plural, size } from "../format.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -25,12 +24,11 @@ export function registerStatus(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const path = databasePath(globals);
-      const socket = defaultSocketPath(path);
-      const client = await connectDaemon(path);
+      const { db: path, socket } = filesOf(globals);
+      const client = await connectDaemon(globals);
       let daemon: DaemonStats | null = null;
       try {
-        if (client !== null) daemon = await client.stats();
+        if (client !== null) daemon = await client.daemon.stats();
       } finally {
         await client?.close();
       }
