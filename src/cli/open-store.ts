@@ -42,12 +42,17 @@ export interface Store {
   readonly path: string;
 }
 
+/** A handle the daemon serves, and that daemon's control ops. */
+export interface DaemonStore extends Store {
+  readonly daemon: DaemonControl;
+}
+
 /** The daemon serving the file, or null when none answers. */
-export async function connectDaemon(globals: GlobalOptions): Promise<(SessionDB & { daemon: DaemonControl }) | null> {
+export async function connectDaemon(globals: GlobalOptions): Promise<DaemonStore | null> {
   try {
     const db = await openSessionDB(openOptions(globals, { mode: "daemon" }));
     const { daemon } = db;
-    if (daemon !== null) return Object.assign(db, { daemon });
+    if (daemon !== null) return { db, daemon, path: db.files.db };
     await db.close();
     return null;
   } catch (err) {

@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import type { Page } from "../engine/operation.js";
+import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
@@ -80,12 +80,12 @@ export class Daemon {
         walLimitBytes: resolved.walLimitBytes,
         idleCheckpointMs: resolved.idleCheckpointMs,
         faultInjection: resolved.faultInjection,
-      });
+      }, resolved.log);
       readers = new ReaderPool(resolved.readers, {
         path: resolved.path,
         busyTimeoutMs: resolved.readerBusyTimeoutMs,
         faultInjection: resolved.faultInjection,
-      });
+      }, resolved.log);
       const daemon = new Daemon(resolved, lock, writer, readers);
       await daemon.#listen();
       resolved.log(

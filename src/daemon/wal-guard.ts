@@ -61,6 +61,9 @@ export class WalGuard {
       this.#log(
         `checkpoint TRUNCATE: WAL was ${(size / 1048576).toFixed(1)} MiB; ${result.busy ? "incomplete (another process is reading)" : "done"}, now ${(walSize(this.#wal) / 1048576).toFixed(1)} MiB`,
       );
+    } catch (err) {
+      this.#retryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;
+      this.#log(`checkpoint TRUNCATE failed: WAL is ${(size / 1048576).toFixed(1)} MiB: ${(err as Error).message}`);
     } finally {
       this.#writer.hold(false);
       this.#readers.resume();

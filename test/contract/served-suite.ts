@@ -1,13 +1,14 @@
 /**
- * The contract suite against the daemon client: every test's database gets its own real `serve`
- * process, started when the suite opens the file and stopped (SIGTERM) when the suite closes the
- * handle; every one must exit 0.
+ * The contract suite through a daemon: every test's database gets its own real `serve` process,
+ * started when the suite opens the file and stopped (SIGTERM) when the suite closes the handle;
+ * every one must exit 0. Run with mode "daemon" and with mode "auto" (the default), which must
+ * find that daemon.
  */
 import { after } from "node:test";
-import { defaultSocketPath, openSessionDB, type SessionDB } from "../src/index.js";
-import { runContractSuite } from "./contract/contract-suite.js";
-import { killAndWait, spawnServe, waitUntilServing } from "./helpers/daemon.js";
-import type { Child } from "./helpers/processes.js";
+import { defaultSocketPath, openSessionDB, type SessionDB } from "../../src/index.js";
+import { runContractSuite } from "./contract-suite.js";
+import { killAndWait, spawnServe, waitUntilServing } from "../helpers/daemon.js";
+import type { Child } from "../helpers/processes.js";
 
 const running = new Set<Child>();
 const stops: Array<Promise<void>> = [];
@@ -46,20 +47,23 @@ function stoppingOnClose(db: SessionDB, child: Child): SessionDB {
   });
 }
 
-runContractSuite("daemon", async (path) => {
-  const child = spawnServe(path, { readers: 1 });
-  running.add(child);
-  try {
-    await waitUntilServing(child, defaultSocketPath(path));
-    const db = await openSessionDB({ path, mode: "daemon" });
-    if (db.mode !== "daemon") throw new Error(`opened in ${db.mode} mode`);
-    // Once a read was answered the reader thread has its connection open, so the daemon no longer
-    // needs the directory the fixture removes right after close().
-    await db.sessionCount();
-    return stoppingOnClose(db, child);
-  } catch (err) {
-    await killAndWait(child);
-    running.delete(child);
-    throw err;
-  }
-});
+/** The contract suite over a handle opened in `mode` while a daemon serves the file. */
+export function runServedContractSuite(mode: "daemon" | "auto"): void {
+  runContractSuite(mode, async (path) => {
+    const child = spawnServe(path, { readers: 1 });
+    running.add(child);
+    try {
+      await waitUntilServing(child, defaultSocketPath(path));
+      const db = await openSessionDB({ path, mode });
+      if (db.mode !== "daemon") throw new Error(`opened in ${db.mode} mode`);
+      // Once a read was answered the reader thread has its connection open, so the daemon no longer
+      // needs the directory the fixture removes right after close().
+      await db.sessionCount();
+      return stoppingOnClose(db, child);
+    } catch (err) {
+      await killAndWait(child);
+      running.delete(child);
+      throw err;
+    }
+  });
+}

@@ -30,7 +30,7 @@ export function registerStatus(program: Command): void {
       try {
         if (client !== null) daemon = await client.daemon.stats();
       } finally {
-        await client?.close();
+        await client?.db.close();
       }
       const report: StatusReport = {
         database: path, exists: existsSync(path), socket, daemon, route: daemon !== null && !globals.direct ? "daemon" : "direct",

@@ -17,14 +17,14 @@ export function registerStop(program: Command): void {
       const out = new Output(globals.json === true);
       const client = await connectDaemon(globals);
       if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${filesOf(globals).db}`);
-      const path = client.files.db;
+      const { path } = client;
       const pid = client.daemon.server.pid;
       let socket: string;
       try {
         socket = (await client.daemon.stats()).socket;
         await client.daemon.shutdown();
       } finally {
-        await client.close();
+        await client.db.close();
       }
       // The daemon removes its socket last, once every queued write is answered and checkpointed.
       const deadline = Date.now() + STOP_WAIT_MS;
