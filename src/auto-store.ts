@@ -34,7 +34,8 @@ export class AutoStore extends Store {
   }
 
   protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
-    const store = await this.#usable();
+    const usable = this.#usable();
+    const store = usable instanceof Promise ? await usable : usable;
     try {
       return await Store.callOn(store, name, args);
     } catch (err) {
@@ -53,8 +54,11 @@ export class AutoStore extends Store {
     await this.#current.close();
   }
 
-  /** The daemon while its connection lives, else direct mode. */
-  async #usable(): Promise<DaemonClient | DirectStore> {
+  /**
+   * The daemon while its connection lives, else direct mode. No await while the store stays the
+   * same, so a call made before `close()` reaches the store before `close()` does.
+   */
+  #usable(): DaemonClient | DirectStore | Promise<DirectStore> {
     const store = this.#current;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
