@@ -1,11 +1,19 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
-import { defaultDatabasePath, defaultSocketPath, realDatabasePath } from "./socket-path.js";
+import { databaseFiles, type DatabaseFiles } from "./database-files.js";
+import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
 
 /** `OpenOptions` with every default applied and every value checked, once, where they enter. */
 export interface ResolvedOptions {
   readonly path: string;
+  /** The files beside the database, from its real path, resolved once. */
+  readonly files: DatabaseFiles;
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. False: a missing database is
+   * NOT_FOUND (nothing created), an empty one SCHEMA (left as it is).
+   */
+  readonly create: boolean;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
   readonly busyTimeoutMs: number;
@@ -13,7 +21,6 @@ export interface ResolvedOptions {
   readonly checkpointEveryNWrites: number;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
-  readonly create: boolean;
 }
 
 function nonNegative(value: unknown, name: string, fallback: number): number {
@@ -34,7 +41,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     throw invalidArgument("option path must be a non-empty string");
   }
   if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
-  const path = realDatabasePath(options.path ?? defaultDatabasePath());
+  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
   const retry: RetryPolicy = {
     budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
@@ -43,14 +50,15 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   };
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
-    path,
+    path: files.db,
+    files,
+    create: options.create ?? true,
     mode,
-    socketPath: options.socketPath ?? defaultSocketPath(path),
+    socketPath: files.socket,
     busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
     retry,
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
-    create: options.create ?? true,
   };
 }

@@ -7,6 +7,9 @@
  * reference Python implementation; options are camelCase.
  */
 
+import type { DatabaseFiles } from "./database-files.js";
+import type { DaemonControl } from "./protocol/control.js";
+
 /** The 26 columns of `sessions`. */
 export interface SessionRow {
   id: string;
@@ -220,6 +223,10 @@ export type Mode = "direct" | "daemon";
 export interface SessionDB {
   /** Which implementation serves this handle. */
   readonly mode: Mode;
+  /** The database's files (real path, WAL, socket…), resolved once when the handle opened. */
+  readonly files: DatabaseFiles;
+  /** The daemon's control ops while a daemon serves this handle, else null. */
+  readonly daemon: DaemonControl | null;
 
   /** Creates a session; a duplicate id is ignored (the first row wins). Returns the id. */
   createSession(id: string, source: string, opts?: CreateSessionOptions): Promise<string>;
@@ -313,8 +320,9 @@ export interface OpenOptions {
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
   /**
-   * Direct mode: whether a missing or empty (0-byte) file may be initialised. Default true; with
-   * false such a file fails with `SCHEMA` and is left as it is.
+   * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
+   * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one
+   * `SCHEMA` (left as it is), in every mode that would open the file.
    */
   create?: boolean;
 }

@@ -2,25 +2,25 @@ import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import type { Connection } from "../engine/connection.js";
 import { newerSchemaError } from "../engine/database-file.js";
 import { openDatabase } from "../engine/open-database.js";
 import { makePrivateDir } from "../engine/private-files.js";
-import type { Args } from "../engine/args.js";
-import { operations, type OpName } from "../engine/operations.js";
+import { parseOperation, runOperation, runPage } from "../engine/operations.js";
+import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
-import type { ExportCursor } from "../engine/export.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
  * COMMIT`; a busy database is retried after a random 20–150 ms pause (growing after 2 s) until
- * the retry budget (default 20 s) is spent, then fails with BUSY. Writes from one handle keep their order; reads run at once.
+ * the retry budget (default 20 s) is spent, then fails with BUSY. Writes from one handle keep
+ * their order; reads run at once.
  */
-export class DirectStore implements SessionDB {
+export class DirectStore extends Store {
   readonly mode = "direct" as const;
+  readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
@@ -30,12 +30,16 @@ export class DirectStore implements SessionDB {
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
+    super(options.files);
     this.#db = db;
     this.#options = options;
     this.#newerVersion = newerVersion;
   }
 
-  /** Opens (creating when missing, unless `create` is false) and migrates the file. */
+  /**
+   * Opens the file: initialises a missing or empty one (unless `create` is false), migrates an
+   * older one, opens a newer one read-only and refuses anything else untouched.
+   */
   static open(options: ResolvedOptions): DirectStore {
     try {
       if (options.create) makePrivateDir(dirname(options.path));
@@ -50,27 +54,26 @@ export class DirectStore implements SessionDB {
     }
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  async call(name: OpName, args: Args): Promise<unknown> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     const db = this.#connection();
-    const op = operations[name];
-    if (op.kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-    const params = op.parse(args);
-    if (op.kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
-    if (op.kind === "read") return this.#withRetry(() => op.run(db, params as never), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => op.run(db, params as never), true));
+    const params = parseOperation(name, args);
+    // The engine's table returns what the catalogue says this operation returns.
+    const run = () => runOperation(db, name, params) as ResultOf<K>;
+    const kind = OPERATION_KINDS[name];
+    if (kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
+    if (kind === "read") return this.#withRetry(run, false);
+    const result = this.#writeQueue.then(() => this.#withRetry(run, true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const op = operations.exportAll;
-    const params = op.parse([opts]);
-    let cursor: ExportCursor | null = null;
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
+    let cursor: unknown = null;
     do {
       const db = this.#connection();
-      const page = await this.#withRetry(() => op.page(db, params, cursor), false);
-      yield* page.items;
+      const page = await this.#withRetry(() => runPage(db, name, params, cursor), false);
+      yield* page.items as Array<ResultOf<K>>;
       cursor = page.next;
     } while (cursor !== null);
   }
@@ -128,7 +131,3 @@ function checkpoint(db: Connection): void {
     // Another connection may hold what it needs; the next checkpoint catches up.
   }
 }
-
-export interface DirectStore extends OperationMethods {}
-
-installOperationMethods(DirectStore);

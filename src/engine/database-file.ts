@@ -4,8 +4,8 @@
  * a file a newer Hermes made. Anything else is another program's file and is refused.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import Database from "better-sqlite3";
 import { SessionDBError } from "../errors.js";
+import { openConnection } from "./connection.js";
 import { readVersion, SCHEMA_VERSION, tableExists } from "./schema.js";
 
 export type DatabaseFile =
@@ -51,7 +51,7 @@ export function inspectDatabaseFile(path: string): DatabaseFile {
   if (size === 0) return { kind: "empty" };
   if (!header(path).equals(SQLITE_MAGIC)) throw notHermesFile(path, "it is not a SQLite file");
   // Read-only: no WAL switch, no journal, no checkpoint on close.
-  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 5000 });
+  const db = openConnection(path, { readonly: true, busyTimeoutMs: 5000 });
   try {
     if (!tableExists(db, "sessions") || !tableExists(db, "messages")) {
       throw notHermesFile(path, "it has no sessions and messages tables");

@@ -14,7 +14,7 @@ export interface OpenDatabaseOptions {
   busyTimeoutMs: number;
   synchronous?: "FULL" | "NORMAL";
   retry: RetryPolicy;
-  /** Whether a missing or empty (0-byte) file may be initialised. */
+  /** Whether a missing or empty (0-byte) file may be initialised: else NOT_FOUND, or SCHEMA untouched. */
   create: boolean;
 }
 
@@ -27,7 +27,7 @@ export interface OpenedDatabase {
 export function openDatabase(path: string, options: OpenDatabaseOptions): OpenedDatabase {
   const file = inspectDatabaseFile(path);
   if (!options.create && file.kind === "missing") {
-    throw new SessionDBError("SCHEMA", `no database at ${path}, and this open does not create one`);
+    throw new SessionDBError("NOT_FOUND", `no database at ${path} (nothing was created)`);
   }
   if (!options.create && file.kind === "empty") throw notHermesFile(path, "it is empty (0 bytes)");
   if (isNewer(file)) {
