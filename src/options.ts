@@ -9,7 +9,10 @@ export interface ResolvedOptions {
   readonly path: string;
   /** The files beside the database, from its real path, resolved once. */
   readonly files: DatabaseFiles;
-  /** False: a missing database is NOT_FOUND instead of created. */
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. False: a missing database is
+   * NOT_FOUND (nothing created), an empty one SCHEMA (left as it is).
+   */
   readonly create: boolean;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
@@ -37,8 +40,10 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.path !== undefined && (typeof options.path !== "string" || options.path === "")) {
     throw invalidArgument("option path must be a non-empty string");
   }
+  if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
   const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
   const retry: RetryPolicy = {
+    budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
     minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
     maxDelayMs: nonNegative(options.retry?.maxDelayMs, "retry.maxDelayMs", DEFAULT_RETRY.maxDelayMs),

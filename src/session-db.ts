@@ -291,8 +291,13 @@ export interface SessionDB {
   close(): Promise<void>;
 }
 
+/** Direct mode's patience for the write lock (SPEC §4). */
 export interface RetryOptions {
+  /** How long a write keeps trying for the lock before it fails with BUSY, in ms. Default 20000. */
+  budgetMs?: number;
+  /** An optional cap on the attempts within the budget. Default: none. */
   maxAttempts?: number;
+  /** The random pause between attempts: 20–150 ms by default, its range growing after 2 s of waiting. */
   minDelayMs?: number;
   maxDelayMs?: number;
 }
@@ -306,7 +311,7 @@ export interface OpenOptions {
   socketPath?: string;
   /** Direct mode's SQLite busy timeout. Default 1000. */
   busyTimeoutMs?: number;
-  /** Direct mode's write retry. Default 15 attempts, 20–150 ms. */
+  /** Direct mode's write retry. Default: a 20 s budget, 20–150 ms pauses growing after 2 s. */
   retry?: RetryOptions;
   /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
   checkpointEveryNWrites?: number;
@@ -314,6 +319,10 @@ export interface OpenOptions {
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
-  /** False: a missing database is NOT_FOUND instead of created (nor its directory). Default true. */
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
+   * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one
+   * `SCHEMA` (left as it is), in every mode that would open the file.
+   */
   create?: boolean;
 }

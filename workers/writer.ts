@@ -10,10 +10,11 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
-import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
+import type { Connection, Statement } from "../src/engine/connection.js";
+import { newerSchemaError } from "../src/engine/database-file.js";
+import { openDatabase } from "../src/engine/open-database.js";
 import { runOperation } from "../src/engine/operations.js";
-import { ensureSchema } from "../src/engine/schema.js";
-import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { jitterMs, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -26,7 +27,7 @@ import type {
 const config = workerData as WriterConfig;
 const port = parentPort!;
 /** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
-const LOCK_RETRY: RetryPolicy = { maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
+const LOCK_RETRY: RetryPolicy = { budgetMs: Infinity, maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
 /** Opening and migrating the file wait for other processes too, but not forever. */
 const OPEN_RETRY: RetryPolicy = { ...LOCK_RETRY, maxAttempts: 1000 };
 const LOCK_BUSY_TIMEOUT_MS = 100;
@@ -66,15 +67,24 @@ interface TransactionStatements {
   rollbackTo: Statement;
 }
 let tx: TransactionStatements;
+/**
+ * The file's schema version when a newer Hermes made it: the connection is read-only, nothing is
+ * written (no checkpoint either) and any write that still reaches the thread fails with SCHEMA.
+ */
+let newerVersion: number | null = null;
 
 const db: Connection | null = (() => {
   try {
-    // Switching a file to WAL needs a moment of exclusive access: retried like any busy write.
-    const conn = retryBusySync(OPEN_RETRY, () =>
-      openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous }),
-    );
+    const opened = openDatabase(config.path, {
+      busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS,
+      synchronous: config.synchronous,
+      retry: OPEN_RETRY,
+      create: true,
+    });
+    const conn = opened.db;
+    newerVersion = opened.newerVersion;
+    if (newerVersion !== null) return conn;
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
-    ensureSchema(conn, OPEN_RETRY);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -146,6 +156,11 @@ function apply(conn: Connection, job: WriteJob): WriteOutcome {
 
 /** One group commit. False when another process holds the write lock (the jobs stay queued). */
 function runBatch(conn: Connection): boolean {
+  if (newerVersion !== null) {
+    const version = newerVersion;
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))) });
+    return true;
+  }
   const live = dropExpired(queue.splice(0, config.maxBatch));
   let jobs = acquireLock(live);
   if (jobs === null) {
@@ -186,6 +201,12 @@ function runBatch(conn: Connection): boolean {
 
 /** The checkpoint's result, or null when it failed (the failure goes to the daemon, which logs it). */
 function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult | null {
+  if (newerVersion !== null) {
+    // Not our file to write: a checkpoint would copy the WAL into it.
+    const result = { mode, busy: 0, log: 0, checkpointed: 0 };
+    post({ type: "checkpointed", result, requested });
+    return result;
+  }
   try {
     const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
     const r = row[0] ?? {};
@@ -277,5 +298,5 @@ if (db !== null) {
     }
     schedule();
   });
-  post({ type: "ready" });
+  post({ type: "ready", newerVersion });
 }

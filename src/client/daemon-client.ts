@@ -1,5 +1,5 @@
 import { connect, type Socket } from "node:net";
-import { fromWireError, SessionDBError } from "../errors.js";
+import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { CallOpName, OpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
 import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
@@ -8,6 +8,7 @@ import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats,
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { Store } from "../store.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
+import { argsForWire } from "./wire-args.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -120,8 +121,14 @@ export class DaemonClient extends Store implements DaemonControl {
   }
 
   protected call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+    let wire: unknown[];
+    try {
+      wire = argsForWire(name, trimUndefined(args));
+    } catch (err) {
+      return Promise.reject(toSessionDBError(err));
+    }
     // The daemon answers each operation with what the catalogue says it returns.
-    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs) as Promise<ResultOf<K>>;
+    return this.#request(name, wire, this.#options.requestTimeoutMs) as Promise<ResultOf<K>>;
   }
 
   /** Asks the daemon who it is. */
@@ -159,7 +166,7 @@ export class DaemonClient extends Store implements DaemonControl {
     let wake: (() => void) | null = null;
     let finished = false;
     let failure: SessionDBError | null = null;
-    const done = this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs, (items) => {
+    const done = this.#request(name, argsForWire(name, trimUndefined(args)), this.#options.requestTimeoutMs, (items) => {
       buffered.push(items);
       if (buffered.length >= MAX_BUFFERED_CHUNKS) this.#socket.pause();
       wake?.();

@@ -19,9 +19,10 @@ export function requestFrame(id: number, op: OpName | ControlOp, args: unknown[]
   }
   const bytes = frame.length - HEADER_BYTES;
   if (bytes > DEFAULT_MAX_FRAME_BYTES) {
-    // Same code as an argument over its own limit in direct mode; the engine's checks are not
-    // loaded here, so the client never loads the SQLite driver.
-    throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
+    // Same code and wording as direct mode's limit on a request's text fields (15 MiB together,
+    // which always fits a frame); the engine's checks are not loaded here, so the client never
+    // loads the SQLite driver.
+    throw invalidArgument(`${op} is too large: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
   }
   return frame;
 }

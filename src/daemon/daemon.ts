@@ -1,8 +1,11 @@
-import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
+import { chmodSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { makePrivateDir } from "../engine/private-files.js";
+import { SCHEMA_VERSION } from "../engine/schema.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
 import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
@@ -65,7 +68,7 @@ export class Daemon {
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
-    mkdirSync(dirname(resolved.path), { recursive: true });
+    makePrivateDir(dirname(resolved.path));
     const lock = await acquireInstanceLock(resolved.files);
     let writer: WriterClient | undefined;
     let readers: ReaderPool | undefined;
@@ -91,6 +94,9 @@ export class Daemon {
       resolved.log(
         `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
       );
+      if (writer.newerVersion !== null) {
+        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      }
       return daemon;
     } catch (err) {
       await writer?.close();
@@ -110,6 +116,8 @@ export class Daemon {
       version: VERSION,
       database: this.options.path,
       socket: this.options.socketPath,
+      readOnly: this.#writer.newerVersion !== null,
+      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -203,6 +211,7 @@ export class Daemon {
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
     if (kind === "write") {
+      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
       const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }

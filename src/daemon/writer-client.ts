@@ -58,6 +58,8 @@ export class WriterClient {
   #lockMs = new Window();
   #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
   #restarts = 0;
+  /** The file's schema version when a newer Hermes made it (the file is served read-only), else null. */
+  newerVersion: number | null = null;
 
   readonly #log: (line: string) => void;
 
@@ -157,6 +159,7 @@ export class WriterClient {
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
+          this.newerVersion = message.newerVersion;
           resolve();
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));

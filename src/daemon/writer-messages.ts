@@ -49,7 +49,8 @@ export interface CheckpointResult {
 }
 
 export type FromWriter =
-  | { type: "ready" }
+  /** `newerVersion`: the file's schema version when it is newer than ours (served read-only), else null. */
+  | { type: "ready"; newerVersion: number | null }
   | { type: "failed"; error: WireError }
   | { type: "batch"; outcomes: WriteOutcome[]; commitMs: number; lockMs: number }
   /** Requests answered without running: past their deadline, or the transaction could not begin. */

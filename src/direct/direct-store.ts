@@ -1,51 +1,55 @@
-import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import { openConnection, type Connection } from "../engine/connection.js";
+import type { Connection } from "../engine/connection.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { openDatabase } from "../engine/open-database.js";
+import { makePrivateDir } from "../engine/private-files.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
-import { ensureSchema } from "../engine/schema.js";
-import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
+import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
 import { Store } from "../store.js";
 
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
- * COMMIT`; a busy database is retried after a random 20–150 ms pause, up to 15 attempts, then
- * fails with BUSY. Writes from one handle keep their order; reads run at once.
+ * COMMIT`; a busy database is retried after a random 20–150 ms pause (growing after 2 s) until
+ * the retry budget (default 20 s) is spent, then fails with BUSY. Writes from one handle keep
+ * their order; reads run at once.
  */
 export class DirectStore extends Store {
   readonly mode = "direct" as const;
   readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
+  /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
+  readonly #newerVersion: number | null;
   #writesSinceCheckpoint = 0;
   #writeQueue: Promise<unknown> = Promise.resolve();
   #closed: Promise<void> | null = null;
 
-  private constructor(db: Connection, options: ResolvedOptions) {
+  private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
     super(options.files);
     this.#db = db;
     this.#options = options;
+    this.#newerVersion = newerVersion;
   }
 
-  /** Opens (creating when missing, unless `create` is false) and migrates the file. */
+  /**
+   * Opens the file: initialises a missing or empty one (unless `create` is false), migrates an
+   * older one, opens a newer one read-only and refuses anything else untouched.
+   */
   static open(options: ResolvedOptions): DirectStore {
-    if (!options.create && !existsSync(options.path)) {
-      throw new SessionDBError("NOT_FOUND", `no database at ${options.path} (nothing was created)`);
-    }
-    mkdirSync(dirname(options.path), { recursive: true });
-    let db: Connection | undefined;
     try {
-      // Switching a file to WAL needs an exclusive lock that SQLite refuses at once (no busy wait)
-      // while another process is switching or migrating it too, so opening retries like a write.
-      db = retryBusySync(options.retry, () => openConnection(options.path, { busyTimeoutMs: options.busyTimeoutMs }));
-      ensureSchema(db, options.retry);
-      return new DirectStore(db, options);
+      if (options.create) makePrivateDir(dirname(options.path));
+      const { db, newerVersion } = openDatabase(options.path, {
+        busyTimeoutMs: options.busyTimeoutMs,
+        retry: options.retry,
+        create: options.create,
+      });
+      return new DirectStore(db, options, newerVersion);
     } catch (err) {
-      db?.close();
       throw toSessionDBError(err);
     }
   }
@@ -55,7 +59,9 @@ export class DirectStore extends Store {
     const params = parseOperation(name, args);
     // The engine's table returns what the catalogue says this operation returns.
     const run = () => runOperation(db, name, params) as ResultOf<K>;
-    if (OPERATION_KINDS[name] === "read") return this.#withRetry(run, false);
+    const kind = OPERATION_KINDS[name];
+    if (kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
+    if (kind === "read") return this.#withRetry(run, false);
     const result = this.#writeQueue.then(() => this.#withRetry(run, true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
@@ -77,7 +83,7 @@ export class DirectStore extends Store {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;
-      checkpoint(db);
+      if (this.#newerVersion === null) checkpoint(db);
       db.close();
     });
     return this.#closed;
@@ -91,6 +97,7 @@ export class DirectStore extends Store {
   /** One attempt per turn of the event loop: other work goes on while a writer waits for its turn. */
   async #withRetry<T>(fn: () => T, isWrite: boolean): Promise<T> {
     const { retry } = this.#options;
+    const startedAt = performance.now();
     for (let attempt = 1; ; attempt++) {
       const db = this.#db;
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
@@ -100,8 +107,9 @@ export class DirectStore extends Store {
         return result;
       } catch (err) {
         if (!isBusyError(err)) throw toSessionDBError(err);
-        if (attempt >= retry.maxAttempts) throw busyFailure(attempt, err);
-        await sleep(jitterMs(retry));
+        const delay = retryDelayMs(retry, attempt, startedAt);
+        if (delay === null) throw busyFailure(attempt, startedAt, err);
+        await sleep(delay);
       }
     }
   }

@@ -5,7 +5,7 @@
 import { invalidArgument } from "../errors.js";
 import type { ImportResult } from "../session-db.js";
 import {
-  arity, field, nonEmpty, optBool, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
+  arity, field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
 } from "./args.js";
 import { sql, type Connection } from "./connection.js";
 import { write } from "./define-operation.js";
@@ -42,7 +42,7 @@ const optionalNumber: Parser = (value, name) => optNumber(value, name) ?? null;
 
 /** A token counter: absent gives the column default 0, an explicit null stays NULL. */
 const tokenCounter: Parser = (value, name) => {
-  const n = optNumber(value, name);
+  const n = optCount(value, name);
   return n === undefined ? 0 : n;
 };
 

@@ -98,11 +98,11 @@ const V6_MESSAGE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ["codex_reasoning_items", "TEXT"],
 ];
 
-function tableExists(db: Connection, name: string): boolean {
+export function tableExists(db: Connection, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE name = ?").get(name) !== undefined;
 }
 
-function readVersion(db: Connection): number | null {
+export function readVersion(db: Connection): number | null {
   if (!tableExists(db, "schema_version")) return null;
   const row = db.prepare("SELECT version FROM schema_version LIMIT 1").get() as { version: number } | undefined;
   return row?.version ?? null;

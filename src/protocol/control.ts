@@ -12,6 +12,10 @@ export interface HelloResult {
   pid: number;
   /** The real path of the database this daemon serves, so a client can check it found the right one. */
   database: string;
+  /** True when the file was made by a newer Hermes: it is served read-only and every write fails with SCHEMA. */
+  readOnly: boolean;
+  /** The file's own schema version (above `schemaVersion` when `readOnly`). */
+  fileSchemaVersion: number;
 }
 
 /** Figures about group commit. */
@@ -43,6 +47,10 @@ export interface DaemonStats {
   version: string;
   database: string;
   socket: string;
+  /** True when a newer Hermes made the file: served read-only (writes fail with SCHEMA). */
+  readOnly: boolean;
+  /** The file's own schema version. */
+  fileSchemaVersion: number;
   uptimeS: number;
   clients: number;
   walBytes: number;

@@ -52,6 +52,11 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
         `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued, WAL ${size(d.walBytes)}`,
     );
     out.line(`${c.bold("socket")}    ${d.socket}`);
+    if (d.readOnly) {
+      out.line(
+        `${c.bold("read-only")} ${c.yellow(`the file has schema version ${d.fileSchemaVersion}`)} (newer than this sessiondb's 6): reads work, writes fail with SCHEMA`,
+      );
+    }
   }
   let route = "open the file directly";
   if (r.route === "daemon") route = "go through the daemon";
