@@ -10,6 +10,7 @@ import { openSessionDB } from "../open.js";
 import type { SessionDB } from "../session-db.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 import { CliError } from "./cli-error.js";
+import { checkDatabaseFile } from "./database-file.js";
 import { Output } from "./output.js";
 
 /** The options every command takes. */
@@ -58,6 +59,7 @@ export async function openStore(globals: GlobalOptions, mustExist: boolean): Pro
   if (mustExist && !existsSync(path)) {
     throw new CliError("NOT_FOUND", `no database at ${path} (give --db PATH or set $SESSIONDB_PATH; nothing was created)`);
   }
+  checkDatabaseFile(path);
   return { db: await openSessionDB({ path, mode: "direct" }), daemon: null, path };
 }
 

@@ -1,6 +1,7 @@
 import { Option, type Command } from "commander";
 import { positiveInt } from "../arguments.js";
-import { globalsOf } from "../open-store.js";
+import { checkDatabaseFile } from "../database-file.js";
+import { databasePath, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
 
 export function registerServe(program: Command): void {
@@ -13,6 +14,7 @@ export function registerServe(program: Command): void {
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
     .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number }, command: Command) => {
       const { db } = globalsOf(command);
+      checkDatabaseFile(databasePath(globalsOf(command)));
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
