@@ -8,6 +8,7 @@ import { resolveSessionHow } from "../resolve-session.js";
 export function registerDelete(program: Command): void {
   program
     .command("delete")
+    .summary("delete a session and its messages (its child sessions stay, without a parent)")
     .description(
       "delete a session and its messages (its child sessions stay, without a parent); a title that leads to a " +
         "newer '<title> #N' continuation is shown before asking, and with --yes needs the id or the exact title",

@@ -18,6 +18,7 @@ interface ListOptions {
 export function registerList(program: Command): void {
   program
     .command("list")
+    .summary("list sessions, newest first (a compressed conversation shows as its latest part)")
     .description(
       "list sessions, newest first (a compressed conversation shows as its latest part): on a terminal a table " +
         "fitted to its width ($COLUMNS overrides it) with ids shortened to their shortest unique prefix when needed; " +

@@ -70,6 +70,7 @@ function specOf(command: Command, opts: ServiceOptions): ServiceSpec {
 export function registerService(program: Command): void {
   const service = program
     .command("service")
+    .summary("install, remove or check the daemon for the database as a systemd or launchd service")
     .description(
       "run the daemon for the database as a service of your user: a systemd user unit (Linux) or a launchd agent " +
         "(macOS) that starts at login and restarts on failure",
