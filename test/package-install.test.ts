@@ -42,6 +42,15 @@ function exportedTypeNames(): string[] {
   return names;
 }
 
+test(`npm ci on this Node (${process.version}) warns of no engine mismatch (EBADENGINE)`, (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "sdb-ci-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  for (const file of ["package.json", "package-lock.json"]) cpSync(join(ROOT, file), join(dir, file));
+  const ci = spawnSync("npm", ["ci", "--dry-run", ...NPM_FLAGS.filter((f) => f !== "--loglevel=error")], { cwd: dir, encoding: "utf8" });
+  assert.equal(ci.status, 0, ci.stderr);
+  assert.doesNotMatch(`${ci.stdout}${ci.stderr}`, /EBADENGINE/);
+});
+
 describe("the packed package", () => {
   let dir = "";
   let tarball = "";
