@@ -6,11 +6,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { before, after, describe, test } from "node:test";
+import { displayWidth } from "../src/cli/table-layout.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { openSessionDB } from "../src/index.js";
 import { runCli } from "./helpers/cli.js";
 import { runCliOnPty, stripColors } from "./helpers/pty.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const BASE_TITLE = "migrating the session store to the new schema";
 const IDS = Array.from({ length: 12 }, (_, i) => `20260901_1430${String(10 + i).padStart(2, "0")}_a1b2c${i % 10}`);
@@ -87,4 +89,23 @@ describe("list on a terminal and through a pipe", () => {
     assert.equal(rows[0]![6], "step 12: a long first message that previews the conversation");
     assert.match(result.stderr, /^more may follow: --offset 12$/m, "the note goes to stderr, out of the data");
   });
+});
+
+test("wide CJK titles are cut by terminal columns and keep their #N", async (t) => {
+  const db = join(tempDir(t), "state.db");
+  const store = await openSessionDB({ path: db, mode: "direct" });
+  try {
+    for (const n of [2, 3]) {
+      await store.createSession(`20260902_0900${n}0_ffff${n}`, "telegram");
+      await store.setSessionTitle(`20260902_0900${n}0_ffff${n}`, `部署聊天发送服务的第二阶段计划与回滚步骤 #${n}`);
+    }
+  } finally {
+    await store.close();
+  }
+  const result = await runCliOnPty(db, ["list"], { columns: 60 });
+  assert.equal(result.code, 0, result.output);
+  const lines = tableLines(result.output);
+  for (const line of lines) assert.ok(displayWidth(line) <= 60, `wider than 60 columns: ${line}`);
+  assert.match(lines[1]!, /部署.*….*#3 /);
+  assert.match(lines[2]!, /部署.*….*#2 /);
 });

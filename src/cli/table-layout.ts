@@ -46,16 +46,42 @@ export function layoutColumns(specs: readonly ColumnSpec[], width: number): Map<
   return widths;
 }
 
+// East Asian wide and fullwidth characters, and emoji: two terminal columns each.
+const WIDE = /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA000-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6\u{1F300}-\u{1F64F}\u{1F900}-\u{1F9FF}\u{20000}-\u{3FFFD}]/u;
+
+/** Terminal columns a character takes. */
+function charWidth(char: string): number {
+  return WIDE.test(char) ? 2 : 1;
+}
+
+/** Terminal columns the text takes (wide CJK characters count two). */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const char of text) width += charWidth(char);
+  return width;
+}
+
+/** The longest start (`fromEnd`: end) of `chars` that fits in `width` columns. */
+function fitting(chars: string[], width: number, fromEnd: boolean): string {
+  const taken: string[] = [];
+  let used = 0;
+  for (const char of fromEnd ? [...chars].reverse() : chars) {
+    if (used + charWidth(char) > width) break;
+    used += charWidth(char);
+    taken.push(char);
+  }
+  return (fromEnd ? taken.reverse() : taken).join("");
+}
+
 /**
- * At most `max` characters, cut in the middle with `…` so that both ends stay: a lineage's
+ * At most `max` terminal columns, cut in the middle with `…` so that both ends stay: a lineage's
  * `"my project #12"` keeps its `#12` however narrow the column.
  */
 export function cutMiddle(text: string, max: number): string {
-  const chars = [...text];
-  if (chars.length <= max) return text;
+  if (displayWidth(text) <= max) return text;
   if (max <= 1) return "…".slice(0, max);
+  const chars = [...text];
   const suffix = /\s#\d+$/.exec(text)?.[0] ?? "";
-  const tail = Math.min(max - 1, Math.max([...suffix].length, Math.floor((max - 1) / 2)));
-  const head = max - 1 - tail;
-  return `${chars.slice(0, head).join("")}…${chars.slice(chars.length - tail).join("")}`;
+  const tail = fitting(chars, Math.min(max - 1, Math.max(displayWidth(suffix), Math.floor((max - 1) / 2))), true);
+  return `${fitting(chars, max - 1 - displayWidth(tail), false)}…${tail}`;
 }

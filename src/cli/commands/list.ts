@@ -4,7 +4,7 @@ import { collect, limit, nonNegativeInt } from "../arguments.js";
 import { ago, localTime, oneLine } from "../format.js";
 import { withStore } from "../open-store.js";
 import type { Output } from "../output.js";
-import { cutMiddle, layoutColumns } from "../table-layout.js";
+import { cutMiddle, displayWidth, layoutColumns } from "../table-layout.js";
 import { shortestUniquePrefix } from "../unique-prefix.js";
 
 interface ListOptions {
@@ -50,8 +50,7 @@ type Column = (typeof HEAD)[number];
 /** A title longer than this is cut in the middle even on a wide terminal. */
 const TITLE_MAX = 40;
 
-const widthOf = (text: string) => [...text].length;
-const longest = (values: string[], header: string) => Math.max(widthOf(header), ...values.map(widthOf));
+const longest = (values: string[], header: string) => Math.max(displayWidth(header), ...values.map(displayWidth));
 
 /** The cells of each row, uncut (the id given as it will be shown). */
 function cellsOf(r: RichSessionRow, id: string, now: number): Record<Column, string> {
