@@ -13,17 +13,18 @@ const CLI = fileURLToPath(new URL("../main.js", import.meta.url));
 
 interface ManagerAnswer {
   ok: boolean;
-  /** stdout when it worked, else why not (stderr, or "not found"). */
-  text: string;
+  stdout: string;
+  /** Why it did not work: the command and its stderr, or that it cannot be run here. */
+  why: string;
 }
 
 /** Runs `systemctl --user …` or `launchctl …`; a missing or unreachable manager is an answer, not a throw. */
 function manager(spec: ServiceSpec, args: string[]): ManagerAnswer {
   const [command, prefix] = spec.kind === "systemd" ? ["systemctl", ["--user"]] : ["launchctl", []];
   const result = spawnSync(command, [...prefix, ...args], { encoding: "utf8", timeout: 60_000 });
-  if (result.error !== undefined) return { ok: false, text: `${command} cannot be run here (${result.error.message})` };
-  const text = (result.status === 0 ? result.stdout : result.stderr || result.stdout).trim();
-  return { ok: result.status === 0, text: result.status === 0 ? text : `${[command, ...prefix, ...args].join(" ")}: ${text}` };
+  if (result.error !== undefined) return { ok: false, stdout: "", why: `${command} cannot be run here (${result.error.message})` };
+  const why = `${[command, ...prefix, ...args].join(" ")}: ${(result.stderr || result.stdout).trim()}`;
+  return { ok: result.status === 0, stdout: result.stdout.trim(), why };
 }
 
 const domain = () => `gui/${process.getuid?.() ?? 0}`;
@@ -32,13 +33,13 @@ const domain = () => `gui/${process.getuid?.() ?? 0}`;
 function start(spec: ServiceSpec): string | null {
   if (spec.kind === "systemd") {
     const reload = manager(spec, ["daemon-reload"]);
-    if (!reload.ok) return reload.text;
+    if (!reload.ok) return reload.why;
     const enable = manager(spec, ["enable", "--now", spec.name]);
-    return enable.ok ? null : enable.text;
+    return enable.ok ? null : enable.why;
   }
   manager(spec, ["bootout", `${domain()}/${spec.name}`]);
   const load = manager(spec, ["bootstrap", domain(), spec.file]);
-  return load.ok ? null : load.text;
+  return load.ok ? null : load.why;
 }
 
 function stop(spec: ServiceSpec): void {
@@ -49,13 +50,13 @@ function stop(spec: ServiceSpec): void {
 /** What the manager says of the service: `active`, `inactive`, `failed`, `running`, … or why it cannot say. */
 function state(spec: ServiceSpec): string {
   if (spec.kind === "systemd") {
+    // is-active prints the state even when it exits non-zero (inactive, failed).
     const answer = manager(spec, ["is-active", spec.name]);
-    // is-active exits non-zero for inactive and failed units, with the state on stdout.
-    return answer.ok || /^\w+$/.test(answer.text.split(": ").at(-1) ?? "") ? answer.text.split(": ").at(-1)! : `unknown (${answer.text})`;
+    return /^[a-z-]+$/.test(answer.stdout) ? answer.stdout : `unknown (${answer.why})`;
   }
   const answer = manager(spec, ["print", `${domain()}/${spec.name}`]);
-  if (!answer.ok) return `not loaded (${answer.text})`;
-  return /^\s*state = (\S+)/m.exec(answer.text)?.[1] ?? "loaded";
+  if (!answer.ok) return `not loaded (${answer.why})`;
+  return /^\s*state = (\S+)/m.exec(answer.stdout)?.[1] ?? "loaded";
 }
 
 interface ServiceOptions {
