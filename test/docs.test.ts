@@ -7,9 +7,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { OP_NAMES } from "../src/engine/operations.js";
 import { ERROR_CODES } from "../src/errors.js";
-import { CONTROL_OPS } from "../src/protocol/messages.js";
+import { OP_NAMES } from "../src/operation-catalogue.js";
+import { CONTROL_OPS } from "../src/protocol/control.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 

@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Option, type Command } from "commander";
 import { CliError } from "../cli-error.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 import { serviceFile, serviceSpec, type ServiceKind, type ServiceSpec } from "../service-unit.js";
 
@@ -65,7 +65,7 @@ interface ServiceOptions {
 }
 
 function specOf(command: Command, opts: ServiceOptions): ServiceSpec {
-  return serviceSpec(opts.kind, databasePath(globalsOf(command)), CLI);
+  return serviceSpec(opts.kind, filesOf(globalsOf(command)).db, CLI);
 }
 
 export function registerService(program: Command): void {
@@ -126,9 +126,9 @@ export function registerService(program: Command): void {
       const spec = specOf(command, opts);
       const out = new Output(globalsOf(command).json === true);
       const installed = existsSync(spec.file);
-      const client = await connectDaemon(spec.database);
-      const daemon = client === null ? null : { pid: client.hello.pid };
-      await client?.close();
+      const client = await connectDaemon(globalsOf(command));
+      const daemon = client === null ? null : { pid: client.daemon.server.pid };
+      await client?.db.close();
       const report = {
         service: spec.name, kind: spec.kind, file: spec.file, database: spec.database, installed,
         state: installed ? state(spec) : "not installed", daemon, logs: spec.logs,
