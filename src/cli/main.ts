@@ -14,6 +14,7 @@ import { registerList } from "./commands/list.js";
 import { registerPrune } from "./commands/prune.js";
 import { registerSearch } from "./commands/search.js";
 import { registerServe } from "./commands/serve.js";
+import { registerService } from "./commands/service.js";
 import { registerShow } from "./commands/show.js";
 import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
@@ -34,7 +35,7 @@ const program = new Command()
 
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
-  registerImport, registerTitle, registerDelete, registerPrune, registerStats,
+  registerImport, registerTitle, registerDelete, registerPrune, registerStats, registerService,
 ]) {
   register(program);
 }

@@ -3,6 +3,7 @@
  * for the file, else the file opened in this process; `--direct` skips the daemon). Commands that
  * only read open with `create: false`, so a missing file is never created.
  */
+import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DatabaseFiles } from "../database-files.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
@@ -11,6 +12,7 @@ import { resolveOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
 import type { OpenOptions, SessionDB } from "../session-db.js";
 import { CliError } from "./cli-error.js";
+import { checkDatabaseFile } from "./database-file.js";
 import { Output } from "./output.js";
 
 /** The options every command takes. */
@@ -63,6 +65,9 @@ export async function connectDaemon(globals: GlobalOptions): Promise<DaemonStore
 
 /** Opens the store; `mustExist` (every command but `import`) refuses a missing file rather than creating it. */
 export async function openStore(globals: GlobalOptions, mustExist: boolean): Promise<Store> {
+  // Said before SQLite's "unable to open database file"; a file still missing is the library's NOT_FOUND.
+  const path = filesOf(globals).db;
+  if (!mustExist || existsSync(path)) checkDatabaseFile(path);
   try {
     const db = await openSessionDB(openOptions(globals, { create: !mustExist }));
     return { db, daemon: db.daemon, path: db.files.db };

@@ -1,8 +1,9 @@
 import { SessionDBError } from "../errors.js";
 import type { Connection } from "./connection.js";
 import { inWriteTransaction, retryBusySync, type RetryPolicy } from "./transaction.js";
+import { SCHEMA_VERSION } from "./schema-version.js";
 
-export const SCHEMA_VERSION = 6;
+export { SCHEMA_VERSION };
 
 const TABLES_SQL = `
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);

@@ -1,6 +1,7 @@
 import { Option, type Command } from "commander";
 import { positiveInt } from "../arguments.js";
-import { globalsOf } from "../open-store.js";
+import { checkDatabaseFile } from "../database-file.js";
+import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
 
 export function registerServe(program: Command): void {
@@ -12,7 +13,9 @@ export function registerServe(program: Command): void {
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
     .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number }, command: Command) => {
-      const { db } = globalsOf(command);
+      const globals = globalsOf(command);
+      const { db } = globals;
+      checkDatabaseFile(filesOf(globals).db);
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
