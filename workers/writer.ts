@@ -13,8 +13,9 @@ import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../s
 import type { Statement } from "better-sqlite3";
 import { openConnection, type Connection } from "../src/engine/connection.js";
 import { operations } from "../src/engine/operations.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
 import { ensureSchema } from "../src/engine/schema.js";
-import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -48,6 +49,12 @@ let busySince: number | null = null;
 let reclaimWal = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
+/** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
+let cjkBehind = false;
+/** Messages indexed per idle catch-up transaction. */
+const CJK_IDLE_ROWS = 5000;
+/** The operations that delete messages: after them, a sweep drops their index entries. */
+const REMOVES_MESSAGES: ReadonlySet<string> = new Set(["clearMessages", "deleteSession", "pruneSessions"]);
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -76,6 +83,8 @@ const db: Connection | null = (() => {
     );
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     ensureSchema(conn, OPEN_RETRY);
+    if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
+    cjkBehind = hasCjkIndex(conn);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -166,6 +175,7 @@ function runBatch(conn: Connection): boolean {
   }
   queue.unshift(...jobs.slice(done));
   jobs = jobs.slice(0, done);
+  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => REMOVES_MESSAGES.has(j.op));
   const commitStart = performance.now();
   let committed = 0;
   if (conn.inTransaction) {
@@ -200,6 +210,23 @@ function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: b
   }
   post({ type: "checkpointed", result, requested });
   return result;
+}
+
+/**
+ * One chunk of CJK index upkeep while no request waits: index the backlog (a large file's first
+ * start), then sweep the entries of deleted messages once round. True while there is more.
+ * A locked file just means later.
+ */
+function idleCatchUp(conn: Connection): boolean {
+  try {
+    return inWriteTransaction(conn, () => {
+      if (catchUpCjkIndex(conn, CJK_IDLE_ROWS)) return true;
+      return sweepCjkIndex(conn);
+    });
+  } catch (err) {
+    if (!isBusyError(err)) console.error(`sessiondb writer: CJK index upkeep failed: ${toSessionDBError(err).message}`);
+    return false;
+  }
 }
 
 function schedule(): void {
@@ -237,6 +264,8 @@ function step(): void {
     const { mode } = pendingCheckpoint;
     pendingCheckpoint = null;
     checkpoint(conn, mode, true);
+  } else if (cjkBehind && !held && !closing) {
+    cjkBehind = idleCatchUp(conn);
   } else if (closing && queue.length === 0) {
     checkpoint(conn, "TRUNCATE", false);
     conn.close();
@@ -244,7 +273,7 @@ function step(): void {
     port.close();
     return;
   }
-  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held)) {
+  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held) || (cjkBehind && !held)) {
     schedule();
   } else {
     busySince = null;

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
+import { catchUpCjkIndex } from "../engine/cjk-index.js";
 import { openConnection, type Connection } from "../engine/connection.js";
 import type { Args } from "../engine/args.js";
 import { operations, type OpName } from "../engine/operations.js";
@@ -94,7 +95,7 @@ export class DirectStore implements SessionDB {
       const db = this.#db;
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
       try {
-        const result = isWrite ? inWriteTransaction(db, fn) : fn();
+        const result = isWrite ? inWriteTransaction(db, () => withCjkCatchUp(db, fn)) : fn();
         if (isWrite) this.#afterWrite(db);
         return result;
       } catch (err) {
@@ -112,6 +113,16 @@ export class DirectStore implements SessionDB {
       checkpoint(db);
     }
   }
+}
+
+/**
+ * A write that also brings the CJK index up to date when the file has one (a daemon made it):
+ * a few statements, and searches then scan fewer messages above its mark.
+ */
+function withCjkCatchUp<T>(db: Connection, fn: () => T): T {
+  const result = fn();
+  catchUpCjkIndex(db);
+  return result;
 }
 
 /** Best effort: a PASSIVE checkpoint never waits and never fails a caller. */

@@ -1,6 +1,7 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
 import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
+import { cjkCandidates, containsCjk } from "./cjk-index.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./operation.js";
 
@@ -27,12 +28,7 @@ export function sanitizeFtsQuery(query: string): string {
   return s.trim();
 }
 
-const CJK = /[\u4E00-\u9FFF\u3400-\u4DBF\u{20000}-\u{2A6DF}\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\uAC00-\uD7AF]/u;
-
-/** True when the text has a Chinese, Japanese or Korean character (the ranges of SPEC §3.1). */
-export function containsCjk(text: string): boolean {
-  return CJK.test(text);
-}
+export { containsCjk };
 
 export interface SearchParams {
   query: string;
@@ -60,8 +56,9 @@ const FTS_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "snippet(messages_fts
   WHERE messages_fts MATCH @match ${FILTERS}
   ORDER BY rank LIMIT @limit OFFSET @offset`;
 
+/** `{from}` is the plain scan (`messages m`) or the CJK index's candidates (./cjk-index.ts). */
 const LIKE_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
-  FROM messages m JOIN sessions s ON s.id = m.session_id
+  FROM {from} JOIN sessions s ON s.id = m.session_id
   WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
   ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset`;
 
@@ -101,7 +98,11 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   }
   if (hits.length === 0 && containsCjk(sanitized)) {
     const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
-    hits = sql(db, LIKE_SQL).all({ ...filters, raw, pattern: `%${escapeLike(raw)}%` }) as HitRow[];
+    const like = { ...filters, raw, pattern: `%${escapeLike(raw)}%` };
+    const indexed = cjkCandidates(db, raw);
+    hits = (indexed === null
+      ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
+      : sql(db, LIKE_SQL.replace("{from}", indexed.from)).all({ ...like, trigrams: indexed.trigrams })) as HitRow[];
   }
   return hits.map((hit) => withContext(db, hit));
 }
