@@ -311,4 +311,5 @@ if (db !== null) {
     schedule();
   });
   post({ type: "ready" });
+  if (cjkBehind) schedule();
 }
