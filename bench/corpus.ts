@@ -69,9 +69,12 @@ export function ensureCorpus(messages: number, seed: number, cacheDir: string): 
   if (existsSync(path) && existsSync(metaPath)) {
     const cached = JSON.parse(readFileSync(metaPath, "utf8")) as CorpusMeta;
     // A corpus cached before the CJK index existed gets it now, once.
-    const cjkIndex = cached.cjkIndex ?? buildCjkIndex(path);
-    if (cached.cjkIndex === undefined) writeFileSync(metaPath, `${JSON.stringify({ ...cached, cjkIndex, bytes: statSync(path).size }, null, 2)}\n`);
-    return { ...cached, cjkIndex, path, generatedInS: null };
+    if (cached.cjkIndex === undefined) {
+      const indexed = { ...cached, cjkIndex: buildCjkIndex(path), bytes: statSync(path).size };
+      writeFileSync(metaPath, `${JSON.stringify(indexed, null, 2)}\n`);
+      return { ...indexed, path, generatedInS: null };
+    }
+    return { ...cached, cjkIndex: cached.cjkIndex, path, generatedInS: null };
   }
   const started = performance.now();
   const tmp = `${stem}.tmp-${process.pid}.db`;

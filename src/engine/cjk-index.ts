@@ -17,6 +17,7 @@
  * Only messages that contain CJK are indexed: a CJK query can match no other.
  */
 import { sql, type Connection } from "./connection.js";
+import { SCHEMA_VERSION } from "./schema.js";
 
 const CJK = /[\u4E00-\u9FFF\u3400-\u4DBF\u{20000}-\u{2A6DF}\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\uAC00-\uD7AF]/u;
 
@@ -70,10 +71,14 @@ const sweepCursor = new WeakMap<Connection, number>();
 
 /**
  * Creates the index when the file has none (the daemon's writer, once at start). False when this
- * SQLite cannot build it (no FTS5 trigram tokenizer): search then stays with the LIKE scan.
+ * SQLite cannot build it (no FTS5 trigram tokenizer), or the file is a newer program's: search
+ * then stays with the LIKE scan.
  * Must run inside a write transaction.
  */
 export function createCjkIndex(db: Connection): boolean {
+  // A newer program's file is left as it is, like the schema (schema.ts).
+  const version = sql(db, "SELECT version FROM schema_version LIMIT 1").pluck().get();
+  if (version !== SCHEMA_VERSION) return false;
   try {
     db.exec("SAVEPOINT cjk_create");
     db.exec(CREATE_SQL);
