@@ -79,16 +79,10 @@ export function createCjkIndex(db: Connection): boolean {
   // A newer program's file is left as it is, like the schema (schema.ts).
   const version = sql(db, "SELECT version FROM schema_version LIMIT 1").pluck().get();
   if (version !== SCHEMA_VERSION) return false;
-  try {
-    db.exec("SAVEPOINT cjk_create");
+  return inSavepoint(db, () => {
     db.exec(CREATE_SQL);
-    db.exec("RELEASE cjk_create");
     return true;
-  } catch {
-    db.exec("ROLLBACK TO cjk_create");
-    db.exec("RELEASE cjk_create");
-    return false;
-  }
+  });
 }
 
 export function hasCjkIndex(db: Connection): boolean {
@@ -101,15 +95,19 @@ export function hasCjkIndex(db: Connection): boolean {
  * (the rows stay above the mark, where queries scan them). Returns true when rows remain.
  */
 export function catchUpCjkIndex(db: Connection, maxRows = CATCH_UP_ROWS): boolean {
-  if (!hasCjkIndex(db)) return false;
-  db.exec("SAVEPOINT cjk_catch_up");
+  return hasCjkIndex(db) && inSavepoint(db, () => indexTail(db, maxRows));
+}
+
+/** Runs `fn` in a savepoint of the caller's transaction; on failure rolls back to it and answers false. */
+function inSavepoint(db: Connection, fn: () => boolean): boolean {
+  db.exec("SAVEPOINT cjk_index");
   try {
-    const behind = indexTail(db, maxRows);
-    db.exec("RELEASE cjk_catch_up");
-    return behind;
+    const result = fn();
+    db.exec("RELEASE cjk_index");
+    return result;
   } catch {
-    db.exec("ROLLBACK TO cjk_catch_up");
-    db.exec("RELEASE cjk_catch_up");
+    db.exec("ROLLBACK TO cjk_index");
+    db.exec("RELEASE cjk_index");
     return false;
   }
 }
