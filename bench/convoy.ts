@@ -76,6 +76,22 @@ export interface ConvoyRatio {
   appendsVsPing: Spread | null;
 }
 
+/**
+ * Where a lone append's time goes through the daemon (K = 1, p50s of one run, medians over the
+ * repetitions), from what the bench measures anyway, so it costs the daemon nothing: the bare
+ * round trip (daemon-ping: client → socket, decode, reply, client), the SQL and the COMMIT inside
+ * the writer (its lock-hold and commit times), and the rest: the hops to the writer thread and
+ * back. p50s do not add up exactly; the rest absorbs the difference.
+ */
+export interface LoneAppend {
+  fsyncDelayMs: number;
+  appendMs: Spread | null;
+  roundTripMs: Spread | null;
+  sqlMs: Spread | null;
+  commitMs: Spread | null;
+  hopsMs: Spread | null;
+}
+
 export interface ConvoyResult {
   skipped: Array<{ mode: ConvoyMode; reason: string }>;
   runs: ConvoyRun[];
@@ -83,6 +99,8 @@ export interface ConvoyResult {
   ratios: ConvoyRatio[];
   /** daemon-pipelined / ceiling throughput, within each repetition, at the first fsync delay. */
   pipelinedVsCeiling: Spread | null;
+  /** Per fsync delay, when the matrix ran daemon and daemon-ping at K = 1. */
+  loneAppend: LoneAppend[];
   /** The fsync delays the matrix ran at; the histograms and issue 3's targets use the first. */
   fsyncDelaysMs: number[];
   /** The K of the latency histograms (the largest run). */
@@ -183,7 +201,27 @@ function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: numb
     const k = MODES[mode].clients === "k" ? histogramK : 1;
     return { mode, counts: addHistograms(runs.filter((r) => r.mode === mode && r.k === k && r.fsyncDelayMs === first).map((r) => r.histogram)) };
   });
-  return { skipped, runs, summary, ratios, pipelinedVsCeiling, fsyncDelaysMs, histogramK, histograms };
+  const loneAppend = fsyncDelaysMs.map((delay) => {
+    const pairs = perRep((rep) => [find("daemon", 1, delay, rep), find("daemon-ping", 1, delay, rep)] as const);
+    const parts = pairs.map(([append, ping]) => {
+      if (append?.daemon == null || ping === undefined) return null;
+      const commitMs = append.daemon.commitMs.p50;
+      const sqlMs = Math.max(0, append.daemon.lockHeldMs.p50 - commitMs);
+      const appendMs = append.latencyMs.p50;
+      const roundTripMs = ping.latencyMs.p50;
+      return { appendMs, roundTripMs, sqlMs, commitMs, hopsMs: appendMs - roundTripMs - sqlMs - commitMs };
+    });
+    const of = (f: (p: NonNullable<(typeof parts)[number]>) => number) => spread(parts.map((p) => (p === null ? null : f(p))));
+    return {
+      fsyncDelayMs: delay,
+      appendMs: of((p) => p.appendMs),
+      roundTripMs: of((p) => p.roundTripMs),
+      sqlMs: of((p) => p.sqlMs),
+      commitMs: of((p) => p.commitMs),
+      hopsMs: of((p) => p.hopsMs),
+    };
+  });
+  return { skipped, runs, summary, ratios, pipelinedVsCeiling, loneAppend: loneAppend.filter((l) => l.appendMs !== null), fsyncDelaysMs, histogramK, histograms };
 }
 
 function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {

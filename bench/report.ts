@@ -102,6 +102,21 @@ function ratioTable(result: BenchResult): string {
   return `${table}\n\ndaemon-pipelined / ceiling appends/s (${fsyncCell(result.convoy.fsyncDelaysMs[0] ?? 0)}): ${med(result.convoy.pipelinedVsCeiling)}`;
 }
 
+function loneAppendTable(result: BenchResult): string {
+  const rows = result.convoy.loneAppend.map((l) => [
+    fsyncCell(l.fsyncDelayMs), med(l.appendMs), med(l.roundTripMs), med(l.sqlMs), med(l.commitMs), med(l.hopsMs),
+  ]);
+  const table = markdownTable(
+    ["fsync", "append p50 ms", "round trip (daemon-ping)", "SQL (writer)", "COMMIT (WAL write + fsync)", "the rest: hops to the writer and back"],
+    rows,
+  );
+  return (
+    `${table}\n\nOne client appending one message at a time through the daemon (K = 1): the bare round trip is ` +
+    "daemon-ping's p50 (client → socket, decode, reply write, client); SQL and COMMIT are the writer's own lock-hold and " +
+    "commit p50s; the rest is the append's p50 minus those: the hops to the writer thread and back, and queueing."
+  );
+}
+
 function targetTable(result: BenchResult): string {
   const rows = result.targets.map((t) => [
     t.target,
@@ -174,6 +189,7 @@ export function formatReport(result: BenchResult): string {
     ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
     "### Ratios (within each repetition)",
     ratioTable(result),
+    ...(result.convoy.loneAppend.length > 0 ? ["### Where a lone append's time goes", loneAppendTable(result)] : []),
     ...(result.targets.length > 0 ? ["### Targets", targetTable(result)] : []),
     ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size)]),
     ...(result.wal !== null ? ["### WAL growth", walTable(result)] : []),

@@ -73,6 +73,12 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
     assert.ok(cell.cpuUsPerAppend !== null && cell.cpuUsPerAppend.median > 0, `${cell.mode} K=${cell.k}: CPU µs per append`);
   }
   assert.match(stdout, /cpu µs\/append/);
+  assert.deepEqual(result.convoy.loneAppend.map((l) => l.fsyncDelayMs), [0, 1], "a lone append's breakdown per fsync cost");
+  for (const l of result.convoy.loneAppend) {
+    assert.ok(l.commitMs !== null && l.roundTripMs !== null && l.sqlMs !== null && l.hopsMs !== null, `fsync +${l.fsyncDelayMs}: every part`);
+    if (l.fsyncDelayMs === 1) assert.ok(l.commitMs.median >= 1, "the delayed fsync shows in the COMMIT part");
+  }
+  assert.match(stdout, /### Where a lone append's time goes/);
   assert.match(stdout, /\| \+1 ms +\| daemon/);
 
   const read = result.read?.sizes[0];
