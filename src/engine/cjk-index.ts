@@ -62,7 +62,7 @@ const STALE_SQL = `DELETE FROM messages_cjk WHERE rowid IN (SELECT value FROM js
   WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.value))`;
 
 /** The rows one catch-up inside a write transaction indexes at most (the rest waits for the next). */
-export const CATCH_UP_ROWS = 256;
+const CATCH_UP_ROWS = 256;
 /** Index entries checked for a deleted message per idle chunk. */
 const SWEEP_ROWS = 2000;
 
