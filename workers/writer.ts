@@ -83,8 +83,7 @@ const db: Connection | null = (() => {
     );
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     ensureSchema(conn, OPEN_RETRY);
-    if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
-    cjkBehind = hasCjkIndex(conn);
+    cjkBehind = ensureCjkIndex(conn);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -210,6 +209,19 @@ function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: b
   }
   post({ type: "checkpointed", result, requested });
   return result;
+}
+
+/**
+ * Creates the CJK search index when the file has none. Best effort: a file this process may
+ * not write (or a SQLite without the trigram tokenizer) is served without it, by the LIKE scan.
+ */
+function ensureCjkIndex(conn: Connection): boolean {
+  try {
+    if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
+  } catch (err) {
+    console.error(`sessiondb writer: no CJK search index: ${toSessionDBError(err).message}`);
+  }
+  return hasCjkIndex(conn);
 }
 
 /**
