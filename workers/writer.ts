@@ -10,10 +10,10 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
-import type { Statement } from "better-sqlite3";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { operations } from "../src/engine/operations.js";
+import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
+import { runOperation } from "../src/engine/operations.js";
 import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
+import { deletesMessages } from "../src/operation-catalogue.js";
 import { ensureSchema } from "../src/engine/schema.js";
 import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
@@ -23,7 +23,7 @@ import type {
   WriteJob,
   WriteOutcome,
   WriterConfig,
-} from "../src/protocol/writer-messages.js";
+} from "../src/daemon/writer-messages.js";
 
 const config = workerData as WriterConfig;
 const port = parentPort!;
@@ -53,8 +53,6 @@ let held = false;
 let cjkBehind = false;
 /** Messages indexed per idle catch-up transaction. */
 const CJK_IDLE_ROWS = 5000;
-/** The operations that delete messages: after them, a sweep drops their index entries. */
-const REMOVES_MESSAGES: ReadonlySet<string> = new Set(["clearMessages", "deleteSession", "pruneSessions"]);
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -141,8 +139,7 @@ function acquireLock(jobs: WriteJob[]): WriteJob[] | null {
 function apply(conn: Connection, job: WriteJob): WriteOutcome {
   tx.savepoint.run();
   try {
-    const op = operations[job.op];
-    const result = op.run(conn, job.params as never);
+    const result = runOperation(conn, job.op, job.params);
     tx.release.run();
     return { seq: job.seq, ok: true, result };
   } catch (err) {
@@ -174,13 +171,11 @@ function runBatch(conn: Connection): boolean {
   }
   queue.unshift(...jobs.slice(done));
   jobs = jobs.slice(0, done);
-  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => REMOVES_MESSAGES.has(j.op));
+  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => deletesMessages(j.op));
   const commitStart = performance.now();
-  let committed = 0;
   if (conn.inTransaction) {
     try {
       tx.commit.run();
-      committed = outcomes.filter((o) => o.ok).length;
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
@@ -193,22 +188,22 @@ function runBatch(conn: Connection): boolean {
   }
   const end = performance.now();
   if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
-  post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
+  post({ type: "batch", outcomes, commitMs: end - commitStart, lockMs: end - lockedAt });
   return true;
 }
 
-function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult {
-  let result: CheckpointResult;
+/** The checkpoint's result, or null when it failed (the failure goes to the daemon, which logs it). */
+function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult | null {
   try {
     const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
     const r = row[0] ?? {};
-    result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    const result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    post({ type: "checkpointed", result, requested });
+    return result;
   } catch (err) {
-    result = { mode, busy: 1, log: -1, checkpointed: -1 };
-    if (!isBusyError(err)) console.error(`sessiondb writer: checkpoint failed: ${toSessionDBError(err).message}`);
+    post({ type: "checkpointFailed", error: toWireError(err), requested });
+    return null;
   }
-  post({ type: "checkpointed", result, requested });
-  return result;
 }
 
 /**
@@ -219,7 +214,7 @@ function ensureCjkIndex(conn: Connection): boolean {
   try {
     if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
   } catch (err) {
-    console.error(`sessiondb writer: no CJK search index: ${toSessionDBError(err).message}`);
+    post({ type: "log", line: `no CJK search index: ${toSessionDBError(err).message}` });
   }
   return hasCjkIndex(conn);
 }
@@ -236,7 +231,7 @@ function idleCatchUp(conn: Connection): boolean {
       return sweepCjkIndex(conn);
     });
   } catch (err) {
-    if (!isBusyError(err)) console.error(`sessiondb writer: CJK index upkeep failed: ${toSessionDBError(err).message}`);
+    if (!isBusyError(err)) post({ type: "log", line: `CJK index upkeep failed: ${toSessionDBError(err).message}` });
     return false;
   }
 }
@@ -265,7 +260,7 @@ function step(): void {
       pause(config.yieldMs);
       busySince = performance.now();
     }
-    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false).log !== 0;
+    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false)?.log !== 0;
     if (!runBatch(conn)) {
       // Another process holds the write lock: try again shortly, with whatever arrives meanwhile.
       scheduled = true;
