@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const BENCH_SOURCE_DIR = join(REPO_ROOT, "bench");
+export const BENCH_SOURCE_DIR = join(REPO_ROOT, "bench");
 
 /** The `sessiondb` command, compiled. */
 export const CLI_PATH = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));

@@ -66,3 +66,27 @@ export type ReadOpName = OfKind<"read">;
 /** Operations answered with a promise (all but the streamed ones). */
 export type CallOpName = Exclude<OpName, StreamOpName>;
 export type StreamOpName = OfKind<"stream">;
+
+/**
+ * Whether a write can delete messages. The daemon's writer sweeps the CJK search index after
+ * one (engine/cjk-index.ts): deleted messages leave stale entries there. Every write operation
+ * says, so a new one cannot be left out.
+ */
+const DELETES_MESSAGES = {
+  createSession: false,
+  ensureSession: false,
+  endSession: false,
+  reopenSession: false,
+  updateSystemPrompt: false,
+  updateTokenCounts: false,
+  setSessionTitle: false,
+  appendMessage: false,
+  clearMessages: true,
+  importSession: false,
+  deleteSession: true,
+  pruneSessions: true,
+} as const satisfies { [K in WriteOpName]: boolean };
+
+export function deletesMessages(op: WriteOpName): boolean {
+  return DELETES_MESSAGES[op];
+}

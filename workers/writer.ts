@@ -9,12 +9,14 @@
  * they start are answered TIMEOUT and never applied.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
+import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
 import type { Connection, Statement } from "../src/engine/connection.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
 import { newerSchemaError } from "../src/engine/database-file.js";
 import { openDatabase } from "../src/engine/open-database.js";
 import { runOperation } from "../src/engine/operations.js";
-import { jitterMs, type RetryPolicy } from "../src/engine/transaction.js";
+import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { deletesMessages } from "../src/operation-catalogue.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -48,6 +50,10 @@ let busySince: number | null = null;
 let reclaimWal = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
+/** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
+let cjkBehind = false;
+/** Messages indexed per idle catch-up transaction. */
+const CJK_IDLE_ROWS = 5000;
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -85,6 +91,7 @@ const db: Connection | null = (() => {
     newerVersion = opened.newerVersion;
     if (newerVersion !== null) return conn;
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
+    cjkBehind = ensureCjkIndex(conn);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -179,6 +186,7 @@ function runBatch(conn: Connection): boolean {
   }
   queue.unshift(...jobs.slice(done));
   jobs = jobs.slice(0, done);
+  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => deletesMessages(j.op));
   const commitStart = performance.now();
   if (conn.inTransaction) {
     try {
@@ -219,6 +227,36 @@ function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: b
   }
 }
 
+/**
+ * Creates the CJK search index when the file has none. Best effort: a file this process may
+ * not write (or a SQLite without the trigram tokenizer) is served without it, by the LIKE scan.
+ */
+function ensureCjkIndex(conn: Connection): boolean {
+  try {
+    if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
+  } catch (err) {
+    post({ type: "log", line: `no CJK search index: ${toSessionDBError(err).message}` });
+  }
+  return hasCjkIndex(conn);
+}
+
+/**
+ * One chunk of CJK index upkeep while no request waits: index the backlog (a large file's first
+ * start), then sweep the entries of deleted messages once round. True while there is more.
+ * A locked file just means later.
+ */
+function idleCatchUp(conn: Connection): boolean {
+  try {
+    return inWriteTransaction(conn, () => {
+      if (catchUpCjkIndex(conn, CJK_IDLE_ROWS)) return true;
+      return sweepCjkIndex(conn);
+    });
+  } catch (err) {
+    if (!isBusyError(err)) post({ type: "log", line: `CJK index upkeep failed: ${toSessionDBError(err).message}` });
+    return false;
+  }
+}
+
 function schedule(): void {
   if (scheduled) return;
   scheduled = true;
@@ -254,6 +292,8 @@ function step(): void {
     const { mode } = pendingCheckpoint;
     pendingCheckpoint = null;
     checkpoint(conn, mode, true);
+  } else if (cjkBehind && !held && !closing) {
+    cjkBehind = idleCatchUp(conn);
   } else if (closing && queue.length === 0) {
     checkpoint(conn, "TRUNCATE", false);
     conn.close();
@@ -261,7 +301,7 @@ function step(): void {
     port.close();
     return;
   }
-  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held)) {
+  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held) || (cjkBehind && !held)) {
     schedule();
   } else {
     busySince = null;
@@ -299,4 +339,5 @@ if (db !== null) {
     schedule();
   });
   post({ type: "ready", newerVersion });
+  if (cjkBehind) schedule();
 }

@@ -6,6 +6,7 @@ import type { Connection } from "../engine/connection.js";
 import { newerSchemaError } from "../engine/database-file.js";
 import { openDatabase } from "../engine/open-database.js";
 import { makePrivateDir } from "../engine/private-files.js";
+import { catchUpCjkIndex } from "../engine/cjk-index.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
@@ -102,7 +103,7 @@ export class DirectStore extends Store {
       const db = this.#db;
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
       try {
-        const result = isWrite ? inWriteTransaction(db, fn) : fn();
+        const result = isWrite ? inWriteTransaction(db, () => withCjkCatchUp(db, fn)) : fn();
         if (isWrite) this.#afterWrite(db);
         return result;
       } catch (err) {
@@ -121,6 +122,16 @@ export class DirectStore extends Store {
       checkpoint(db);
     }
   }
+}
+
+/**
+ * A write that also brings the CJK index up to date when the file has one (a daemon made it):
+ * a few statements, and searches then scan fewer messages above its mark.
+ */
+function withCjkCatchUp<T>(db: Connection, fn: () => T): T {
+  const result = fn();
+  catchUpCjkIndex(db);
+  return result;
 }
 
 /** Best effort: a PASSIVE checkpoint never waits and never fails a caller. */

@@ -2,6 +2,7 @@
 import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
+import { cjkCandidates } from "./cjk-index.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
 import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
@@ -34,10 +35,16 @@ const FTS_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "snippet(messages_fts
   WHERE messages_fts MATCH @match ${FILTERS}
   ORDER BY rank LIMIT @limit OFFSET @offset`;
 
-const LIKE_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
-  FROM messages m JOIN sessions s ON s.id = m.session_id
-  WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
-  ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset`;
+/**
+ * `{from}` is the plain scan (`messages m`) or the CJK index's candidates (./cjk-index.ts). The
+ * page is chosen first and the snippets cut for its rows only.
+ */
+const LIKE_SQL = `WITH page AS MATERIALIZED (SELECT m.id, m.timestamp FROM {from} JOIN sessions s ON s.id = m.session_id
+    WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
+    ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset)
+  SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
+  FROM page CROSS JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
+  ORDER BY page.timestamp DESC, page.id DESC`;
 
 const PREV_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content FROM messages
   WHERE session_id = @session AND (timestamp < @ts OR (timestamp = @ts AND id < @id)) ORDER BY timestamp DESC, id DESC LIMIT 1`;
@@ -75,7 +82,11 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   }
   if (hits.length === 0 && containsCjk(sanitized)) {
     const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
-    hits = sql(db, LIKE_SQL).all({ ...filters, raw, pattern: `%${escapeLike(raw)}%` }) as HitRow[];
+    const like = { ...filters, raw, pattern: `%${escapeLike(raw)}%` };
+    const indexed = cjkCandidates(db, raw);
+    hits = (indexed === null
+      ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
+      : sql(db, LIKE_SQL.replace("{from}", indexed.from)).all({ ...like, trigrams: indexed.trigrams })) as HitRow[];
   }
   return hits.map((hit) => withContext(db, hit));
 }
