@@ -109,3 +109,87 @@ def db(daemon: Daemon) -> Iterator[SessionDB]:
     handle = SessionDB(daemon.db, autostart=False)
     yield handle
     handle.close()
+
+
+def run_sql(db: Path, statement: str, params: tuple = ()) -> list:
+    """A plain sqlite3 write or read on the file, beside the daemon (as a bypassing process)."""
+    import sqlite3
+
+    connection = sqlite3.connect(str(db), timeout=30, isolation_level=None)
+    try:
+        return connection.execute(statement, params).fetchall()
+    finally:
+        connection.close()
+
+
+class AsyncFacade:
+    """Runs an AsyncSessionDB's coroutines on a loop of its own thread, so every contract test
+    runs against both classes."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        import asyncio
+        import threading
+
+        from sessiondb import AsyncSessionDB
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.inner = AsyncSessionDB(*args, **kwargs)
+        self._run(self.inner.connect())
+
+    def _run(self, coroutine):
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def __getattr__(self, name: str):
+        import inspect
+
+        attr = getattr(self.inner, name)
+        if name == "iter_export_all":
+            def iterate(*args, **kwargs):
+                agen = attr(*args, **kwargs)
+                try:
+                    while True:
+                        try:
+                            yield self._run(agen.__anext__())
+                        except StopAsyncIteration:
+                            return
+                finally:
+                    self._run(agen.aclose())
+            return iterate
+        if inspect.iscoroutinefunction(attr):
+            return lambda *args, **kwargs: self._run(attr(*args, **kwargs))
+        return attr
+
+    def close(self) -> None:
+        self._run(self.inner.close())
+
+    def shutdown(self) -> None:
+        self._run(self.inner.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+
+
+@pytest.fixture(scope="session")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon for the contract tests (each test empties the file first): a daemon per test
+    would spend most of the suite starting Node."""
+    directory = Path(tempfile.mkdtemp(prefix="sdb-c-", dir="/tmp"))
+    daemon = Daemon(directory / "state.db", [])
+    yield daemon
+    daemon.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(params=["sync", "async"])
+def store(request: pytest.FixtureRequest, shared_daemon: Daemon):
+    run_sql(shared_daemon.db, "DELETE FROM messages")
+    run_sql(shared_daemon.db, "DELETE FROM sessions")
+    handle = (SessionDB if request.param == "sync" else AsyncFacade)(shared_daemon.db, autostart=False)
+    yield handle
+    if request.param == "sync":
+        handle.close()
+    else:
+        handle.shutdown()
