@@ -307,4 +307,10 @@ export interface OpenOptions {
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
+  /**
+   * Modes "daemon" and "auto": when no daemon answers, start one (`sessiondb serve --idle-exit
+   * 600`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
+   * Default false: "auto" falls back to direct mode instead.
+   */
+  autostart?: boolean;
 }
