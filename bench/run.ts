@@ -14,7 +14,7 @@ const USAGE = `Usage: npm run bench [-- options]
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
-  --modes a,b            convoy modes: busy, jitter, python-jitter, daemon, daemon-ping, daemon-pipelined,
+  --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-ping, daemon-pipelined,
                          ceiling
   --synchronous MODE     FULL (default) or NORMAL, for the daemon and every mode that can set it
                          (sessiondb's direct mode always runs FULL)
