@@ -9,9 +9,9 @@ import time
 from typing import Any, AsyncIterator, Dict, List, Optional
 
 from .autostart import start_daemon
-from .client import MAX_ATTEMPTS, PathLike, Target
-from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, timeout_error
-from .errors import ClosedError, DeadlineError, SessionDBError, from_wire
+from .client import Attempts, PathLike, Target
+from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
+from .errors import ClosedError, DeadlineError, SessionDBError
 from .operations import READ, Operations
 from .paths import check_socket_trust
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, optional, remaining_ms, request_frame
@@ -82,7 +82,7 @@ class AsyncConnection:
             self._pending.pop(request_id, None)
         if reply is _LOST:
             raise Lost(sent=True)
-        return _result(reply)
+        return result_of(reply)
 
     async def stream(self, op: str, args: List[Any], timeout: float) -> AsyncIterator[Any]:
         pages: "asyncio.Queue[Any]" = asyncio.Queue(MAX_BUFFERED_PAGES)
@@ -100,7 +100,7 @@ class AsyncConnection:
                     for value in chunk:
                         yield value
                 else:
-                    _result(item)
+                    result_of(item)
                     return
         finally:
             self._pending.pop(request_id, None)
@@ -154,12 +154,6 @@ class AsyncConnection:
             pass
 
 
-def _result(reply: Dict[str, Any]) -> Any:
-    if reply.get("ok") is True:
-        return reply.get("result")
-    raise from_wire(reply.get("error"))
-
-
 class AsyncSessionDB(Operations):
     """The asyncio twin of SessionDB: every method is a coroutine; calls from many tasks share one
     pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``."""
@@ -209,18 +203,13 @@ class AsyncSessionDB(Operations):
             return self._connection
 
     async def _call(self, op: str, kind: str, args: List[Any]) -> Any:
-        deadline = time.monotonic() + self._target.timeout
-        read_retried = False
-        for _ in range(MAX_ATTEMPTS):
-            connection = await self._connected(deadline)
+        attempts = Attempts(self._target, op, kind)
+        for _ in attempts:
             try:
-                return await connection.request(op, kind, args, deadline)
+                return await (await self._connected(attempts.deadline)).request(op, kind, args, attempts.deadline)
             except Lost as lost:
-                if lost.sent and (kind != READ or read_retried):
-                    raise self._target.lost_write(op) if kind != READ else self._target.no_daemon(
-                        f"the connection was lost twice during {op}") from None
-                read_retried = read_retried or lost.sent
-        raise self._target.no_daemon(f"the connection kept failing during {op}")
+                attempts.lost(lost)
+        raise attempts.exhausted()
 
     async def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         return [item async for item in self.iter_export_all(source)]

@@ -65,6 +65,35 @@ class Target:
             raise self.no_daemon(f"{err} after autostart") from None
 
 
+class Attempts:
+    """The reconnect rule of one call: a request whose connection died before it reached the
+    daemon is sent again; a read in flight is retried once; a write in flight is never re-sent
+    (it may have been applied) and fails UNAVAILABLE."""
+
+    def __init__(self, target: Target, op: str, kind: str) -> None:
+        self.deadline = time.monotonic() + target.timeout
+        self._target = target
+        self._op = op
+        self._kind = kind
+        self._read_retried = False
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(MAX_ATTEMPTS))
+
+    def lost(self, lost: Lost) -> None:
+        """Raises unless the call may be sent again."""
+        if not lost.sent:
+            return
+        if self._kind != READ:
+            raise self._target.lost_write(self._op) from None
+        if self._read_retried:
+            raise self._target.no_daemon(f"the connection was lost twice during {self._op}") from None
+        self._read_retried = True
+
+    def exhausted(self) -> UnavailableError:
+        return self._target.no_daemon(f"the connection kept failing during {self._op}")
+
+
 class SessionDB(Operations):
     """The session store of a Hermes agent, served by the sessiondb daemon. Thread-safe: every
     thread may call at once; the calls share one pipelined connection."""
@@ -93,18 +122,13 @@ class SessionDB(Operations):
             return self._connection
 
     def _call(self, op: str, kind: str, args: List[Any]) -> Any:
-        deadline = time.monotonic() + self._target.timeout
-        read_retried = False
-        for _ in range(MAX_ATTEMPTS):
-            connection = self._connected(deadline)
+        attempts = Attempts(self._target, op, kind)
+        for _ in attempts:
             try:
-                return connection.request(op, kind, args, deadline)
+                return self._connected(attempts.deadline).request(op, kind, args, attempts.deadline)
             except Lost as lost:
-                if lost.sent and (kind != READ or read_retried):
-                    raise self._target.lost_write(op) if kind != READ else self._target.no_daemon(
-                        f"the connection was lost twice during {op}") from None
-                read_retried = read_retried or lost.sent
-        raise self._target.no_daemon(f"the connection kept failing during {op}")
+                attempts.lost(lost)
+        raise attempts.exhausted()
 
     def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         """Every session (newest first, children included) with its messages, as a list."""

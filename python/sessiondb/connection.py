@@ -150,7 +150,7 @@ class Connection:
                 raise timeout_error(op, kind, time.monotonic() - started)
         if pending.lost:
             raise Lost(sent=True)
-        return _result(pending.reply)
+        return result_of(pending.reply)
 
     def stream(self, op: str, args: List[Any], timeout: float):
         """Yields the items of a streaming op page by page; each page within ``timeout``."""
@@ -168,7 +168,7 @@ class Connection:
                 if kind == "page":
                     yield from value
                 elif kind == "reply":
-                    _result(value)
+                    result_of(value)
                     return
                 else:
                     raise Lost(sent=True)
@@ -250,7 +250,7 @@ class Connection:
             self._reader.join(timeout=5)
 
 
-def _result(reply: Optional[Dict[str, Any]]) -> Any:
+def result_of(reply: Optional[Dict[str, Any]]) -> Any:
     if reply is not None and reply.get("ok") is True:
         return reply.get("result")
     raise from_wire(None if reply is None else reply.get("error"))
