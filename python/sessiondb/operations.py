@@ -3,7 +3,7 @@ parameters and defaults, each mapped mechanically onto one daemon operation (SPE
 and the asyncio class share them: ``_call`` returns the result or an awaitable of it."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from .protocol import optional
 from .text import contains_cjk, sanitize_fts5_query, sanitize_title

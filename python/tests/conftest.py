@@ -2,7 +2,6 @@
 wrapper script that $SESSIONDB_BIN points at), and a running daemon for a fresh file."""
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
