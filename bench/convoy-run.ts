@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import type { DaemonStats } from "../src/daemon/daemon.js";
+import type { DaemonStats } from "../src/protocol/control.js";
 import { BenchChild } from "./child-process.js";
 import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
 import { checkRows, createDatabase, type RowCheck } from "./database-file.js";

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSessionDB, type SessionDB } from "../src/index.js";
-import type { DaemonStats } from "../src/daemon/daemon.js";
+import type { DaemonStats } from "../src/protocol/control.js";
 import { CLI_PATH } from "./paths.js";
 
 const START_LIMIT_MS = 30_000;
@@ -16,11 +16,6 @@ export interface DaemonProcessOptions {
   synchronous: "FULL" | "NORMAL";
   /** The daemon's default when null. */
   walLimitMb: number | null;
-}
-
-/** The control operations of the daemon client (not part of the `SessionDB` interface). */
-interface ControlCalls {
-  call(op: "stats", args: []): Promise<unknown>;
 }
 
 export class DaemonProcess {
@@ -56,8 +51,9 @@ export class DaemonProcess {
   }
 
   async stats(): Promise<DaemonStats> {
-    if (this.#client === null) throw new Error("the daemon is stopped");
-    return (await (this.#client as unknown as ControlCalls).call("stats", [])) as DaemonStats;
+    const daemon = this.#client?.daemon;
+    if (!daemon) throw new Error("the daemon is stopped");
+    return daemon.stats();
   }
 
   get pid(): number | undefined {

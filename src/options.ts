@@ -1,11 +1,16 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
-import { defaultDatabasePath, defaultSocketPath, realDatabasePath } from "./socket-path.js";
+import { databaseFiles, type DatabaseFiles } from "./database-files.js";
+import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
 
 /** `OpenOptions` with every default applied and every value checked, once, where they enter. */
 export interface ResolvedOptions {
   readonly path: string;
+  /** The files beside the database, from its real path, resolved once. */
+  readonly files: DatabaseFiles;
+  /** False: a missing database is NOT_FOUND instead of created. */
+  readonly create: boolean;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
   readonly busyTimeoutMs: number;
@@ -33,7 +38,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.path !== undefined && (typeof options.path !== "string" || options.path === "")) {
     throw invalidArgument("option path must be a non-empty string");
   }
-  const path = realDatabasePath(options.path ?? defaultDatabasePath());
+  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
   const retry: RetryPolicy = {
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
     minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
@@ -44,9 +49,11 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   }
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
-    path,
+    path: files.db,
+    files,
+    create: options.create ?? true,
     mode,
-    socketPath: options.socketPath ?? defaultSocketPath(path),
+    socketPath: files.socket,
     busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
     retry,
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),

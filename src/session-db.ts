@@ -7,6 +7,9 @@
  * reference Python implementation; options are camelCase.
  */
 
+import type { DatabaseFiles } from "./database-files.js";
+import type { DaemonControl } from "./protocol/control.js";
+
 /** The 26 columns of `sessions`. */
 export interface SessionRow {
   id: string;
@@ -220,6 +223,10 @@ export type Mode = "direct" | "daemon";
 export interface SessionDB {
   /** Which implementation serves this handle. */
   readonly mode: Mode;
+  /** The database's files (real path, WAL, socket…), resolved once when the handle opened. */
+  readonly files: DatabaseFiles;
+  /** The daemon's control ops while a daemon serves this handle, else null. */
+  readonly daemon: DaemonControl | null;
 
   /** Creates a session; a duplicate id is ignored (the first row wins). Returns the id. */
   createSession(id: string, source: string, opts?: CreateSessionOptions): Promise<string>;
@@ -313,4 +320,6 @@ export interface OpenOptions {
    * Default false: "auto" falls back to direct mode instead.
    */
   autostart?: boolean;
+  /** False: a missing database is NOT_FOUND instead of created (nor its directory). Default true. */
+  create?: boolean;
 }

@@ -33,7 +33,11 @@ const MAX_SOCKET_PATH_BYTES = 107;
  * `<real db path>.sock` when it fits, else a hash-named file in a private runtime directory.
  */
 export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv = process.env): string {
-  const real = realDatabasePath(databasePath);
+  return socketPathFor(realDatabasePath(databasePath), env);
+}
+
+/** `defaultSocketPath` for a path whose links are already resolved. */
+export function socketPathFor(real: string, env: NodeJS.ProcessEnv = process.env): string {
   const beside = `${real}.sock`;
   if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH_BYTES) return beside;
   const name = `${createHash("sha256").update(real).digest("hex").slice(0, 32)}.sock`;

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { DaemonClient } from "../src/client/daemon-client.js";
+import { Daemon } from "../src/daemon/daemon.js";
 import { openSessionDB, type SessionDB } from "../src/index.js";
 import { expectCode } from "./contract/fixture.js";
 import { CLI, freshDbPath, killAndWait, waitUntilServing } from "./helpers/daemon.js";
@@ -39,9 +39,10 @@ test("serve --idle-exit rejects a value that is not a positive number", async (t
 
 /** Stops the daemon a test autostarted and waits until its process is gone. */
 async function stopDaemon(dbPath: string): Promise<void> {
-  const db = (await openSessionDB({ path: dbPath, mode: "daemon" })) as DaemonClient;
-  const pid = db.hello.pid;
-  await db.call("shutdown", []);
+  const db = await openSessionDB({ path: dbPath, mode: "daemon" });
+  assert.ok(db.daemon !== null);
+  const { pid } = db.daemon.server;
+  await db.daemon.shutdown();
   await db.close();
   while (isAlive(pid)) await sleep(20);
 }
@@ -77,15 +78,18 @@ test("autostart: no daemon answers, so one is started detached with --idle-exit 
     await stopDaemon(dbPath);
     rmSync(dir, { recursive: true, force: true });
   });
-  const db = (await openSessionDB({ path: dbPath, mode: "daemon", autostart: true })) as SessionDB & DaemonClient;
+  const db = await openSessionDB({ path: dbPath, mode: "daemon", autostart: true });
   handles.push(db);
   assert.equal(db.mode, "daemon");
-  assert.notEqual(db.hello.pid, process.pid);
+  assert.ok(db.daemon !== null);
+  const { pid } = await db.daemon.hello();
+  assert.notEqual(pid, process.pid);
   await db.createSession("s", "cli");
   assert.equal(await db.sessionCount(), 1);
-  const argv = readFileSync(`/proc/${db.hello.pid}/cmdline`, "utf8").split("\0");
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
   assert.deepEqual(argv.slice(-3, -1), ["--idle-exit", "600"]);
-  assert.ok(existsSync(join(dir, "state.db.daemon.log")), "its output goes to a log beside the socket");
+  assert.equal(db.files.daemonLog, join(dir, "state.db.daemon.log"));
+  assert.ok(existsSync(db.files.daemonLog), "its output goes to a log beside the socket");
 
   const again = await openSessionDB({ path: dbPath, mode: "auto", autostart: true });
   handles.push(again);
@@ -117,4 +121,20 @@ test("autostart of a daemon that cannot start: daemon mode is UNAVAILABLE naming
 
 test("autostart must be a boolean", async () => {
   await expectCode(() => openSessionDB({ autostart: "yes" as unknown as boolean }), "INVALID_ARGUMENT");
+});
+
+test("autostart with create: false and no file: NOT_FOUND, and neither a daemon nor the file appears", async (t) => {
+  const dbPath = freshDbPath(t);
+  withBin(t, undefined);
+  for (const mode of ["daemon", "auto"] as const) {
+    await expectCode(() => openSessionDB({ path: dbPath, mode, autostart: true, create: false }), "NOT_FOUND");
+  }
+  assert.equal(existsSync(dbPath), false, "no file created");
+  assert.equal(existsSync(`${dbPath}.sock`), false, "no daemon started");
+});
+
+test("the daemon option idleExitMs must be a positive number", async (t) => {
+  const dbPath = freshDbPath(t);
+  await expectCode(() => Daemon.start({ path: dbPath, idleExitMs: 0 }), "INVALID_ARGUMENT");
+  assert.equal(existsSync(`${dbPath}.sock`), false);
 });

@@ -6,9 +6,9 @@
 import { workerData } from "piscina";
 import { toWireError } from "../src/errors.js";
 import { openConnection, type Connection } from "../src/engine/connection.js";
-import { operations } from "../src/engine/operations.js";
+import { runOperation } from "../src/engine/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
-import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/protocol/reader-messages.js";
+import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
 
 const config = workerData as ReaderConfig;
 let db: Connection | null = null;
@@ -23,13 +23,7 @@ function connection(): Connection {
 export default function read(task: ReadTask): ReadOutcome {
   if (task.crash === true && config.faultInjection) process.exit(1);
   try {
-    const op = operations[task.op];
-    const result = retryBusySync(DEFAULT_RETRY, () => {
-      const conn = connection();
-      return op.kind === "stream"
-        ? op.page(conn, task.params as never, (task.cursor ?? null) as never)
-        : op.run(conn, task.params as never);
-    });
+    const result = retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), task.op, task.params, task.cursor ?? null));
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: toWireError(err) };

@@ -9,10 +9,9 @@
  * they start are answered TIMEOUT and never applied.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
-import type { Statement } from "better-sqlite3";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { operations } from "../src/engine/operations.js";
+import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
+import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
+import { runOperation } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
 import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
@@ -22,7 +21,7 @@ import type {
   WriteJob,
   WriteOutcome,
   WriterConfig,
-} from "../src/protocol/writer-messages.js";
+} from "../src/daemon/writer-messages.js";
 
 const config = workerData as WriterConfig;
 const port = parentPort!;
@@ -133,8 +132,7 @@ function acquireLock(jobs: WriteJob[]): WriteJob[] | null {
 function apply(conn: Connection, job: WriteJob): WriteOutcome {
   tx.savepoint.run();
   try {
-    const op = operations[job.op];
-    const result = op.run(conn, job.params as never);
+    const result = runOperation(conn, job.op, job.params);
     tx.release.run();
     return { seq: job.seq, ok: true, result };
   } catch (err) {
@@ -167,11 +165,9 @@ function runBatch(conn: Connection): boolean {
   queue.unshift(...jobs.slice(done));
   jobs = jobs.slice(0, done);
   const commitStart = performance.now();
-  let committed = 0;
   if (conn.inTransaction) {
     try {
       tx.commit.run();
-      committed = outcomes.filter((o) => o.ok).length;
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
@@ -184,22 +180,22 @@ function runBatch(conn: Connection): boolean {
   }
   const end = performance.now();
   if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
-  post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
+  post({ type: "batch", outcomes, commitMs: end - commitStart, lockMs: end - lockedAt });
   return true;
 }
 
-function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult {
-  let result: CheckpointResult;
+/** The checkpoint's result, or null when it failed (the failure goes to the daemon, which logs it). */
+function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult | null {
   try {
     const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
     const r = row[0] ?? {};
-    result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    const result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    post({ type: "checkpointed", result, requested });
+    return result;
   } catch (err) {
-    result = { mode, busy: 1, log: -1, checkpointed: -1 };
-    if (!isBusyError(err)) console.error(`sessiondb writer: checkpoint failed: ${toSessionDBError(err).message}`);
+    post({ type: "checkpointFailed", error: toWireError(err), requested });
+    return null;
   }
-  post({ type: "checkpointed", result, requested });
-  return result;
 }
 
 function schedule(): void {
@@ -226,7 +222,7 @@ function step(): void {
       pause(config.yieldMs);
       busySince = performance.now();
     }
-    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false).log !== 0;
+    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false)?.log !== 0;
     if (!runBatch(conn)) {
       // Another process holds the write lock: try again shortly, with whatever arrives meanwhile.
       scheduled = true;

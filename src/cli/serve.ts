@@ -1,12 +1,11 @@
 import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
-import { closeWhenIdle } from "../daemon/idle-exit.js";
 
 /**
  * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT, a `shutdown`
  * request or, with `idleExitMs`, that long without a client; then drains queued writes,
  * checkpoints and exits 0.
  */
-export async function serve(options: DaemonOptions, idleExitMs?: number): Promise<void> {
+export async function serve(options: DaemonOptions): Promise<void> {
   const daemon = await Daemon.start(options);
   const stop = (signal: string) => {
     daemon.options.log(`${signal} received`);
@@ -14,6 +13,5 @@ export async function serve(options: DaemonOptions, idleExitMs?: number): Promis
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
-  if (idleExitMs !== undefined) closeWhenIdle(daemon, idleExitMs);
   await daemon.closed;
 }

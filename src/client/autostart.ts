@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,11 +13,6 @@ const POLL_MS = 50;
 /** Seconds an autostarted daemon lingers with no client (`serve --idle-exit`). */
 export const AUTOSTART_IDLE_EXIT_S = 600;
 
-/** The log of an autostarted daemon, beside its socket: `state.db.sock` gives `state.db.daemon.log`. */
-export function autostartLogPath(socketPath: string): string {
-  return `${socketPath.replace(/\.sock$/, "")}.daemon.log`;
-}
-
 /** `$SESSIONDB_BIN`, else this package's own CLI run by this Node. */
 function daemonCommand(): [string, string[]] {
   const bin = process.env.SESSIONDB_BIN;
@@ -27,9 +22,10 @@ function daemonCommand(): [string, string[]] {
 
 /**
  * Connects to the file's daemon, starting one when none answers (`openSessionDB({ autostart:
- * true })`): `serve --db PATH --idle-exit 600`, detached (a session of its own, output to a log
- * beside the socket), then waits up to 5 s for its hello. Two processes starting one at once is
- * safe: the daemon's instance lock lets one serve and the other exit.
+ * true })`): `serve --db PATH --idle-exit 600`, detached (a session of its own, output to
+ * `files.daemonLog` beside the socket), then waits up to 5 s for its hello. Two processes starting
+ * one at once is safe: the daemon's instance lock lets one serve and the other exit. With
+ * `create: false` a missing file is NOT_FOUND rather than a daemon that would create it.
  */
 export async function connectOrStart(options: ResolvedOptions): Promise<DaemonClient> {
   try {
@@ -37,13 +33,16 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   } catch (err) {
     if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
+  const { db, socket, daemonLog } = options.files;
+  if (!options.create && !existsSync(db)) {
+    throw new SessionDBError("NOT_FOUND", `no database at ${db} (nothing was created, no daemon started)`);
+  }
   const [command, prefix] = daemonCommand();
-  const logPath = autostartLogPath(options.socketPath);
-  mkdirSync(dirname(options.socketPath), { recursive: true, mode: 0o700 });
-  const log = openSync(logPath, "a", 0o600);
+  mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
+  const log = openSync(daemonLog, "a", 0o600);
   let exited: number | null = null;
   try {
-    const child = spawn(command, [...prefix, "serve", "--db", options.path, "--socket", options.socketPath, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
+    const child = spawn(command, [...prefix, "serve", "--db", db, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
       detached: true,
       stdio: ["ignore", log, log],
     });
@@ -62,9 +61,9 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       // A daemon that exited may have lost the race to another one: that one answers, or not.
-      if (exitedBefore && triedAfterExit) throw startFailed(options.socketPath, `exited with status ${String(exited)}`, logPath);
+      if (exitedBefore && triedAfterExit) throw startFailed(socket, `exited with status ${String(exited)}`, daemonLog);
       triedAfterExit = exitedBefore;
-      if (Date.now() > giveUp) throw startFailed(options.socketPath, `did not answer within ${START_WAIT_MS / 1000} s`, logPath);
+      if (Date.now() > giveUp) throw startFailed(socket, `did not answer within ${START_WAIT_MS / 1000} s`, daemonLog);
       await sleep(POLL_MS);
     }
   }

@@ -1,5 +1,8 @@
-import Database from "better-sqlite3";
-import { SessionDBError } from "../errors.js";
+import type { DatabaseFiles } from "../database-files.js";
+import { isBusyError, SessionDBError } from "../errors.js";
+import { openLockFile, type Connection } from "../engine/connection.js";
+import type { HelloResult } from "../protocol/control.js";
+import { probeDaemon } from "../protocol/probe.js";
 
 /**
  * One daemon per database. The lock is an exclusive SQLite lock on a small file beside the
@@ -9,22 +12,16 @@ import { SessionDBError } from "../errors.js";
  */
 export class InstanceLock {
   readonly path: string;
-  readonly #db: Database.Database;
+  readonly #db: Connection;
 
-  private constructor(path: string, db: Database.Database) {
+  private constructor(path: string, db: Connection) {
     this.path = path;
     this.#db = db;
   }
 
-  /** The lock file for a database. */
-  static pathFor(databasePath: string): string {
-    return `${databasePath}.daemon-lock`;
-  }
-
-  /** Takes the lock, or fails with UNAVAILABLE when another process holds it. */
-  static acquire(databasePath: string): InstanceLock {
-    const path = InstanceLock.pathFor(databasePath);
-    const db = new Database(path, { timeout: 0 });
+  /** Takes the lock file, or fails with UNAVAILABLE when another process holds it. */
+  static acquire(path: string): InstanceLock {
+    const db = openLockFile(path);
     try {
       db.pragma("locking_mode = EXCLUSIVE");
       db.exec("BEGIN EXCLUSIVE");
@@ -35,8 +32,7 @@ export class InstanceLock {
       return new InstanceLock(path, db);
     } catch (err) {
       db.close();
-      const code = (err as { code?: string }).code ?? "";
-      if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+      if (isBusyError(err)) {
         throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`);
       }
       throw err;
@@ -45,5 +41,26 @@ export class InstanceLock {
 
   release(): void {
     if (this.#db.open) this.#db.close();
+  }
+}
+
+/** The instance lock, or an UNAVAILABLE error naming the daemon that already serves the file. */
+export async function acquireInstanceLock(files: DatabaseFiles): Promise<InstanceLock> {
+  try {
+    return InstanceLock.acquire(files.lock);
+  } catch (err) {
+    if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE") throw err;
+    // The winner of a simultaneous start may not listen yet: ask for a moment.
+    const until = Date.now() + 5000;
+    let hello: HelloResult | null = null;
+    while (hello === null && Date.now() < until) {
+      hello = await probeDaemon(files.socket, 500);
+      if (hello === null) await new Promise((r) => setTimeout(r, 100));
+    }
+    const who = hello === null ? "another sessiondb daemon" : `a sessiondb daemon (pid ${hello.pid})`;
+    throw new SessionDBError(
+      "UNAVAILABLE",
+      `${who} already serves ${files.db}${hello === null ? ` (it holds ${files.lock})` : ` on ${files.socket}`}`,
+    );
   }
 }

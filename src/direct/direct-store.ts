@@ -1,16 +1,14 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { openConnection, type Connection } from "../engine/connection.js";
-import type { Args } from "../engine/args.js";
-import { operations, type OpName } from "../engine/operations.js";
+import { parseOperation, runOperation, runPage } from "../engine/operations.js";
+import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { ensureSchema } from "../engine/schema.js";
 import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
-import type { ExportCursor } from "../engine/export.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 
 
 /**
@@ -18,8 +16,9 @@ import { installOperationMethods, type OperationMethods } from "../operation-met
  * COMMIT`; a busy database is retried after a random 20–150 ms pause, up to 15 attempts, then
  * fails with BUSY. Writes from one handle keep their order; reads run at once.
  */
-export class DirectStore implements SessionDB {
+export class DirectStore extends Store {
   readonly mode = "direct" as const;
+  readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   #writesSinceCheckpoint = 0;
@@ -27,12 +26,16 @@ export class DirectStore implements SessionDB {
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions) {
+    super(options.files);
     this.#db = db;
     this.#options = options;
   }
 
-  /** Opens (creating when missing) and migrates the file. */
+  /** Opens (creating when missing, unless `create` is false) and migrates the file. */
   static open(options: ResolvedOptions): DirectStore {
+    if (!options.create && !existsSync(options.path)) {
+      throw new SessionDBError("NOT_FOUND", `no database at ${options.path} (nothing was created)`);
+    }
     mkdirSync(dirname(options.path), { recursive: true });
     let db: Connection | undefined;
     try {
@@ -47,26 +50,24 @@ export class DirectStore implements SessionDB {
     }
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  async call(name: OpName, args: Args): Promise<unknown> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     const db = this.#connection();
-    const op = operations[name];
-    if (op.kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-    const params = op.parse(args);
-    if (op.kind === "read") return this.#withRetry(() => op.run(db, params as never), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => op.run(db, params as never), true));
+    const params = parseOperation(name, args);
+    // The engine's table returns what the catalogue says this operation returns.
+    const run = () => runOperation(db, name, params) as ResultOf<K>;
+    if (OPERATION_KINDS[name] === "read") return this.#withRetry(run, false);
+    const result = this.#writeQueue.then(() => this.#withRetry(run, true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const op = operations.exportAll;
-    const params = op.parse([opts]);
-    let cursor: ExportCursor | null = null;
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
+    let cursor: unknown = null;
     do {
       const db = this.#connection();
-      const page = await this.#withRetry(() => op.page(db, params, cursor), false);
-      yield* page.items;
+      const page = await this.#withRetry(() => runPage(db, name, params, cursor), false);
+      yield* page.items as Array<ResultOf<K>>;
       cursor = page.next;
     } while (cursor !== null);
   }
@@ -122,7 +123,3 @@ function checkpoint(db: Connection): void {
     // Another connection may hold what it needs; the next checkpoint catches up.
   }
 }
-
-export interface DirectStore extends OperationMethods {}
-
-installOperationMethods(DirectStore);

@@ -1,8 +1,33 @@
 import Database from "better-sqlite3";
 
-/** One better-sqlite3 connection: the engine's functions all take one. */
-export type Connection = Database.Database;
-type Statement = Database.Statement;
+/** What a write statement reports. */
+export interface RunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+/** A prepared statement: the part of better-sqlite3's the engine uses. */
+export interface Statement {
+  run(...params: unknown[]): RunResult;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  /** Rows as their first column's value. */
+  pluck(toggle?: boolean): this;
+}
+
+/**
+ * One SQLite connection, as the engine uses it: a structural subset of better-sqlite3's
+ * `Database`, so this module alone depends on the driver and the rest is written against what
+ * it needs (as kysely does).
+ */
+export interface Connection {
+  prepare(source: string): Statement;
+  exec(source: string): this;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  close(): this;
+  readonly inTransaction: boolean;
+  readonly open: boolean;
+}
 
 export interface ConnectionOptions {
   readonly?: boolean;
@@ -28,6 +53,14 @@ export function openConnection(path: string, options: ConnectionOptions): Connec
     throw err;
   }
   return db;
+}
+
+/**
+ * A plain connection with no pragmas and no busy wait: the daemon's instance lock, a small file
+ * of its own whose exclusive lock is the point.
+ */
+export function openLockFile(path: string): Connection {
+  return new Database(path, { timeout: 0 });
 }
 
 const statements = new WeakMap<Connection, Map<string, Statement>>();

@@ -4,11 +4,11 @@ import {
   arity, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str,
 } from "./args.js";
 import { now, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { decodeJson, decodeMessage, MESSAGE_SELECT } from "./rows.js";
 
 /** Tool calls counted for a message: an array's length, 1 for any other value, 0 when absent. */
-function toolCallCount(toolCalls: unknown): number {
+export function toolCallCount(toolCalls: unknown): number {
   if (toolCalls === undefined || toolCalls === null) return 0;
   return Array.isArray(toolCalls) ? toolCalls.length : 1;
 }

@@ -1,11 +1,12 @@
 /**
- * The table of operations: every method of `SessionDB` (but `close`), whether it reads, writes
- * or streams, how its arguments are checked and how it runs. Direct mode, the daemon's dispatch,
- * the writer and reader workers and the client's proxy all derive from this one table, so an
- * operation cannot be half-wired.
+ * The engine's table of operations: how each operation of the catalogue checks its arguments and
+ * runs on a connection. Direct mode, the writer and reader workers run operations through it;
+ * its kinds are the catalogue's, checked by `satisfies`.
  */
-import type { SessionDB } from "../session-db.js";
-import type { ReadOperation, StreamOperation, WriteOperation } from "./operation.js";
+import { OPERATION_KINDS, type OpName, type ResultOf } from "../operation-catalogue.js";
+import type { Args } from "./args.js";
+import type { Connection } from "./connection.js";
+import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
 import * as exporting from "./export.js";
 import * as importing from "./import.js";
 import * as listing from "./listing.js";
@@ -15,17 +16,14 @@ import * as sessions from "./sessions.js";
 import * as sources from "./source-counts.js";
 import * as titles from "./titles.js";
 
-/** The names of the operations: the methods of `SessionDB` but `mode` and `close`. */
-export type OpName = Exclude<keyof SessionDB, "mode" | "close">;
+type Kind<K extends OpName> = (typeof OPERATION_KINDS)[K];
 
-type ResultOf<K extends OpName> = SessionDB[K] extends (...args: never[]) => AsyncIterable<infer T>
-  ? T
-  : Awaited<ReturnType<SessionDB[K]>>;
-
-type OperationFor<K extends OpName> = K extends "exportAll"
-  ? StreamOperation<any, any, ResultOf<K>> // eslint-disable-line @typescript-eslint/no-explicit-any
-  : // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    ReadOperation<any, ResultOf<K>> | WriteOperation<any, ResultOf<K>>;
+/** The implementation an operation of the catalogue needs: its kind, and its result type. */
+type OperationFor<K extends OpName> = Kind<K> extends "stream"
+  ? StreamOperation<unknown, unknown, ResultOf<K>>
+  : Kind<K> extends "read"
+    ? ReadOperation<unknown, ResultOf<K>>
+    : WriteOperation<unknown, ResultOf<K>>;
 
 export const operations = {
   createSession: sessions.createSession,
@@ -60,12 +58,23 @@ export const operations = {
   pruneSessions: sessions.pruneSessions,
 } satisfies { [K in OpName]: OperationFor<K> };
 
-export const OP_NAMES = Object.keys(operations) as OpName[];
-
-export function isOpName(name: unknown): name is OpName {
-  return typeof name === "string" && Object.prototype.hasOwnProperty.call(operations, name);
+/** An operation's arguments, checked outside any transaction, as its `run` takes them. */
+export function parseOperation(name: OpName, args: Args): unknown {
+  return operations[name].parse(args);
 }
 
-/** The operations that change the file, run by the writer (or direct mode's write retry). */
-export type WriteOpName = { [K in OpName]: (typeof operations)[K]["kind"] extends "write" ? K : never }[OpName];
-export type ReadOpName = { [K in OpName]: (typeof operations)[K]["kind"] extends "read" ? K : never }[OpName];
+/**
+ * Runs one operation on a connection with parameters from `parseOperation`: a read or write
+ * gives its result, a streamed one the page that starts at `cursor`.
+ */
+export function runOperation(db: Connection, name: OpName, params: unknown, cursor: unknown = null): unknown {
+  // The table is keyed by name, so each entry's own parameter type is lost in the lookup; params
+  // came from that same entry's parse.
+  const op = operations[name] as ReadOperation<unknown, unknown> | WriteOperation<unknown, unknown> | StreamOperation<unknown, unknown, unknown>;
+  return op.kind === "stream" ? op.page(db, params, cursor) : op.run(db, params);
+}
+
+/** `runOperation` for a streamed operation. */
+export function runPage(db: Connection, name: OpName, params: unknown, cursor: unknown): Page<unknown, unknown> {
+  return runOperation(db, name, params, cursor) as Page<unknown, unknown>;
+}

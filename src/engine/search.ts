@@ -1,8 +1,9 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
+import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
-import { read } from "./operation.js";
+import { read } from "./define-operation.js";
 
 const WORD = "[\\p{L}\\p{N}_]";
 // Placeholders for protected phrases use private-use characters, which are never word characters.
@@ -71,7 +72,7 @@ const NEXT_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content 
   WHERE session_id = @session AND (timestamp > @ts OR (timestamp = @ts AND id > @id)) ORDER BY timestamp, id LIMIT 1`;
 
 function isFtsQueryError(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === "SQLITE_ERROR";
+  return errorCode(err) === "SQLITE_ERROR";
 }
 
 /** The hit with the message before and after it in the same session, by (timestamp, id). */

@@ -5,7 +5,7 @@ import {
   arity, count, field, nonEmpty, optBool, optJson, optNumber, optObject, optStr, optText, str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 
 export function getSessionRow(db: Connection, id: string): SessionRow | null {

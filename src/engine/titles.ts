@@ -3,7 +3,7 @@ import { SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import { arity, optText, str } from "./args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 
 export const MAX_TITLE_LENGTH = 100;
@@ -29,6 +29,12 @@ export function sanitizeTitle(title: string | null | undefined): string | null {
   return cleaned;
 }
 
+/** TITLE_IN_USE when a session (other than `exceptId`, when given) has this title. */
+export function assertTitleFree(db: Connection, title: string, exceptId: string | null): void {
+  const owner = sql(db, "SELECT id FROM sessions WHERE title = ? AND id IS NOT ?").pluck().get(title, exceptId) as string | undefined;
+  if (owner !== undefined) throw new SessionDBError("TITLE_IN_USE", `Title '${title}' is already in use by session ${owner}`);
+}
+
 export const setSessionTitle = write(
   (args) => {
     arity(args, 2, "setSessionTitle");
@@ -36,14 +42,7 @@ export const setSessionTitle = write(
     return { id: str(args[0], "id"), title: sanitizeTitle(optText(args[1], "title")) };
   },
   (db, p): boolean => {
-    if (p.title !== null) {
-      const owner = sql(db, "SELECT id FROM sessions WHERE title = ? AND id != ?").pluck().get(p.title, p.id) as
-        | string
-        | undefined;
-      if (owner !== undefined) {
-        throw new SessionDBError("TITLE_IN_USE", `Title '${p.title}' is already in use by session ${owner}`);
-      }
-    }
+    if (p.title !== null) assertTitleFree(db, p.title, p.id);
     return sql(db, "UPDATE sessions SET title = ? WHERE id = ?").run(p.title, p.id).changes > 0;
   },
 );

@@ -128,16 +128,12 @@ export function decodeBody(body: Uint8Array, trusted = false): unknown {
 export class FrameDecoder {
   readonly #maxFrameBytes: number;
   #chunks: Buffer[] = [];
+  /** Bytes held for a frame not yet complete. */
   #buffered = 0;
   #expected = -1;
 
   constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
     this.#maxFrameBytes = maxFrameBytes;
-  }
-
-  /** Bytes held for a frame not yet complete. */
-  get buffered(): number {
-    return this.#buffered;
   }
 
   push(chunk: Buffer, borrowed = false): Buffer[] {

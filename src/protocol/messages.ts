@@ -1,17 +1,9 @@
 /** Messages of the wire protocol, version 1 (SPEC §6), and their checks. */
 import { SessionDBError, type WireError } from "../errors.js";
-import { isOpName, type OpName } from "../engine/operations.js";
+import { isOpName, type OpName } from "../operation-catalogue.js";
+import { isControlOp, type ControlOp } from "./control.js";
 
 export const PROTOCOL_VERSION = 1;
-
-/**
- * Operations of the daemon itself, beside the library's methods. The `fault…` ops exist for the
- * reliability tests and answer INVALID_ARGUMENT unless the daemon runs with fault injection on.
- */
-export const CONTROL_OPS = [
-  "hello", "ping", "stats", "shutdown", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
-] as const;
-export type ControlOp = (typeof CONTROL_OPS)[number];
 
 export interface Request {
   id: number;
@@ -30,21 +22,7 @@ export interface Chunk {
   chunk: unknown[];
 }
 
-export interface HelloResult {
-  server: "sessiondb";
-  version: string;
-  protocol: number;
-  schemaVersion: number;
-  pid: number;
-  /** The real path of the database this daemon serves, so a client can check it found the right one. */
-  database: string;
-}
-
 const MAX_REQUEST_ID = 2 ** 32 - 1;
-
-function isControlOp(op: unknown): op is ControlOp {
-  return typeof op === "string" && (CONTROL_OPS as readonly string[]).includes(op);
-}
 
 /** The request's id when it has a usable one (so an error can still be matched), else 0. */
 export function requestIdOf(value: unknown): number {

@@ -1,6 +1,7 @@
 import { connect } from "node:net";
 import { decodeBody, encodeFrame, FrameDecoder } from "./frame-codec.js";
-import { PROTOCOL_VERSION, type HelloResult } from "./messages.js";
+import type { HelloResult } from "./control.js";
+import { PROTOCOL_VERSION } from "./messages.js";
 
 /**
  * Asks whatever listens on `socketPath` who it is: the daemon's hello, or null when nothing

@@ -9,9 +9,7 @@ import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openSessionDB, type OpenOptions, type SessionDB } from "../../src/index.js";
-import type { DaemonClient } from "../../src/client/daemon-client.js";
-import type { DaemonStats } from "../../src/daemon/daemon.js";
-import type { HelloResult } from "../../src/protocol/messages.js";
+import type { DaemonControl, DaemonStats, HelloResult } from "../../src/protocol/control.js";
 import { probeDaemon } from "../../src/protocol/probe.js";
 import { Child, sourceFixture, spawnPython, type Finished } from "./processes.js";
 
@@ -123,9 +121,15 @@ export async function killAndWait(child: Child): Promise<void> {
   await child.done.catch(() => undefined);
 }
 
+/** The control ops of a handle a daemon serves. */
+export function controlOf(db: SessionDB): DaemonControl {
+  if (db.daemon === null) throw new Error(`a ${db.mode} handle has no daemon to control`);
+  return db.daemon;
+}
+
 /** The daemon's `stats`, through any daemon-mode handle. */
-export async function daemonStats(db: SessionDB): Promise<DaemonStats> {
-  return (await (db as DaemonClient).call("stats", [])) as DaemonStats;
+export function daemonStats(db: SessionDB): Promise<DaemonStats> {
+  return controlOf(db).stats();
 }
 
 /** A fresh database path in a short temp dir. */

@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { DaemonStats } from "../../src/daemon/daemon.js";
+import type { DaemonStats } from "../../src/protocol/control.js";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { RawConnection } from "../helpers/raw-connection.js";
 import { fuzz, type FuzzRun } from "./fuzz-client.js";

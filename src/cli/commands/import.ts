@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
 import { CliError } from "../cli-error.js";
 import { plural } from "../format.js";
-import { importSessions, type ImportSummary } from "../import.js";
+import { importSessions, type ImportSummary } from "../import-sessions.js";
 import { withStore } from "../open-store.js";
 import type { Output } from "../output.js";
 

@@ -20,7 +20,8 @@ export function registerServe(program: Command): void {
         ...(opts.readers !== undefined ? { readers: opts.readers } : {}),
         synchronous: opts.synchronous,
         walLimitBytes: opts.walLimitMb * 1024 * 1024,
+        ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
-      }, opts.idleExit === undefined ? undefined : opts.idleExit * 1000);
+      });
     });
 }

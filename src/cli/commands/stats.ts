@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { Command } from "commander";
-import type { DaemonStats } from "../../daemon/daemon.js";
+import type { DaemonStats } from "../../protocol/control.js";
 import type { SourceCount } from "../../session-db.js";
 import { duration, oneLine, plural, size } from "../format.js";
 import { withStore } from "../open-store.js";
@@ -35,11 +35,11 @@ export function registerStats(program: Command): void {
         const report: StatsReport = {
           database: path,
           fileBytes: fileSize(path),
-          walBytes: fileSize(`${path}-wal`),
+          walBytes: fileSize(db.files.wal),
           sessions: await db.sessionCount(),
           messages: await db.messageCount(),
           sources: await db.sourceCounts(),
-          daemon: daemon === null ? null : ((await daemon.call("stats", [])) as DaemonStats),
+          daemon: daemon === null ? null : await daemon.stats(),
         };
         out.result(report, () => printStats(out, report));
       });

@@ -1,6 +1,6 @@
 /** Tasks sent to the daemon's reader threads, and their answers. */
 import type { WireError } from "../errors.js";
-import type { OpName } from "../engine/operations.js";
+import type { OpName } from "../operation-catalogue.js";
 
 export interface ReaderConfig {
   path: string;

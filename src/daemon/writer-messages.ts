@@ -1,6 +1,6 @@
 /** Messages between the daemon's main thread and its writer thread. */
 import type { WireError } from "../errors.js";
-import type { WriteOpName } from "../engine/operations.js";
+import type { WriteOpName } from "../operation-catalogue.js";
 
 export interface WriterConfig {
   path: string;
@@ -51,9 +51,12 @@ export interface CheckpointResult {
 export type FromWriter =
   | { type: "ready" }
   | { type: "failed"; error: WireError }
-  | { type: "batch"; outcomes: WriteOutcome[]; committed: number; commitMs: number; lockMs: number }
+  | { type: "batch"; outcomes: WriteOutcome[]; commitMs: number; lockMs: number }
   /** Requests answered without running: past their deadline, or the transaction could not begin. */
   | { type: "unapplied"; outcomes: WriteOutcome[] }
   /** `requested` is false for the writer's own idle checkpoints. */
   | { type: "checkpointed"; result: CheckpointResult; requested: boolean }
+  | { type: "checkpointFailed"; error: WireError; requested: boolean }
+  /** A line for the daemon's log. */
+  | { type: "log"; line: string }
   | { type: "closed" };

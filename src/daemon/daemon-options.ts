@@ -1,0 +1,99 @@
+import { availableParallelism } from "node:os";
+import { databaseFiles, type DatabaseFiles } from "../database-files.js";
+import { invalidArgument } from "../errors.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
+import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
+
+export interface DaemonOptions {
+  /** The database file. Default as SPEC §2. */
+  path?: string;
+  /** Default: derived from the database path (SPEC §5). */
+  socketPath?: string;
+  /** Reader threads. Default: the number of cores, at least 2, at most 8. */
+  readers?: number;
+  /** `FULL` (default): an acknowledged write survives power loss. `NORMAL`: faster commits, but
+   *  the last acknowledged writes may be lost on power loss (never on a crash of the daemon). */
+  synchronous?: "FULL" | "NORMAL";
+  /** Most requests in one group commit. Default 1000. */
+  maxBatch?: number;
+  /** Longest one transaction keeps adding requests, in ms. Default 50. */
+  maxBatchMs?: number;
+  /** After this many ms of back-to-back transactions the writer leaves the lock free. Default 20. */
+  yieldEveryMs?: number;
+  /** How long it leaves the lock free then, in ms, so processes writing directly get their turn. Default 1. */
+  yieldMs?: number;
+  /**
+   * WAL size that triggers a TRUNCATE checkpoint. Default 64 MiB. Past it, writes and new reads
+   * wait while running reads finish, so the WAL stays within about this size (plus what is written
+   * in the 100 ms between checks) unless another process keeps reading the file.
+   */
+  walLimitBytes?: number;
+  /** Idle time of the writer after which it runs a PASSIVE checkpoint, in ms. Default 200. */
+  idleCheckpointMs?: number;
+  /** SQLite's busy wait of each reader thread's connection, in ms. Default 5000. */
+  readerBusyTimeoutMs?: number;
+  /** Reply bytes one connection may have unsent before the daemon stops reading it. Default 8 MiB. */
+  maxReplyBufferBytes?: number;
+  /** Largest frame a client may send. Default 16 MiB. */
+  maxFrameBytes?: number;
+  /** Requests one connection may have in flight before the daemon stops reading it. Default 256. */
+  maxInFlightPerConnection?: number;
+  /** Requests queued in the whole daemon before it answers OVERLOADED. Default 10,000. */
+  maxQueue?: number;
+  /** Deadline of a write whose client sent none, in ms. Default 60,000. */
+  requestTimeoutMs?: number;
+  /**
+   * Stop cleanly once no client has been connected for this long, in ms (`serve --idle-exit`;
+   * daemons that clients start on demand must not outlive their use). Default: never.
+   */
+  idleExitMs?: number;
+  /** Where one-line log events go. Default: stderr with a timestamp. */
+  log?: (line: string) => void;
+  /** Test hook: enables the `faultCrashWriter`, `faultCrashReader` and `faultMaxPageCount` control ops. */
+  faultInjection?: boolean;
+}
+
+export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "idleExitMs">> {
+  log: (line: string) => void;
+  /** Null: the daemon never stops for want of clients. */
+  idleExitMs: number | null;
+  /** The database's files, from its real path, resolved once. */
+  files: DatabaseFiles;
+}
+
+function positive(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw invalidArgument(`daemon option ${name} must be a positive number, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Every default applied and every value checked, once, where the options enter. */
+export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
+  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
+  const synchronous = options.synchronous ?? "FULL";
+  if (synchronous !== "FULL" && synchronous !== "NORMAL") throw invalidArgument("synchronous must be FULL or NORMAL");
+  return {
+    path: files.db,
+    socketPath: files.socket,
+    files,
+    readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),
+    synchronous,
+    maxBatch: Math.floor(positive(options.maxBatch, "maxBatch", 1000)),
+    maxBatchMs: positive(options.maxBatchMs, "maxBatchMs", 50),
+    yieldEveryMs: positive(options.yieldEveryMs, "yieldEveryMs", 20),
+    yieldMs: options.yieldMs === 0 ? 0 : positive(options.yieldMs, "yieldMs", 1),
+    walLimitBytes: positive(options.walLimitBytes, "walLimitBytes", 64 * 1024 * 1024),
+    idleCheckpointMs: positive(options.idleCheckpointMs, "idleCheckpointMs", 200),
+    readerBusyTimeoutMs: positive(options.readerBusyTimeoutMs, "readerBusyTimeoutMs", 5000),
+    maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", 8 * 1024 * 1024)),
+    maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),
+    maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
+    maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
+    requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
+    idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),
+    log: options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} sessiondb: ${line}\n`)),
+    faultInjection: options.faultInjection ?? false,
+  };
+}

@@ -1,0 +1,73 @@
+import { statSync } from "node:fs";
+import type { ReaderPool } from "./reader-pool.js";
+import type { WriterClient } from "./writer-client.js";
+
+const WAL_CHECK_INTERVAL_MS = 100;
+const READ_PAUSE_MAX_MS = 2000;
+const WAL_RETRY_AFTER_BUSY_MS = 5000;
+
+/** The size of a `-wal` file, 0 when there is none. */
+export function walSize(walPath: string): number {
+  try {
+    return statSync(walPath).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Keeps the WAL bounded: past the limit, writes and new reads wait briefly while running reads
+ * finish, so a TRUNCATE checkpoint finds no reader of ours pinning old frames.
+ */
+export class WalGuard {
+  readonly #wal: string;
+  readonly #limitBytes: number;
+  readonly #writer: WriterClient;
+  readonly #readers: ReaderPool;
+  readonly #log: (line: string) => void;
+  readonly #timer: NodeJS.Timeout;
+  #truncating = false;
+  /** No TRUNCATE before this time: the last one found another process reading. */
+  #retryAt = 0;
+  #stopped = false;
+
+  constructor(wal: string, limitBytes: number, writer: WriterClient, readers: ReaderPool, log: (line: string) => void) {
+    this.#wal = wal;
+    this.#limitBytes = limitBytes;
+    this.#writer = writer;
+    this.#readers = readers;
+    this.#log = log;
+    this.#timer = setInterval(() => void this.#check(), WAL_CHECK_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+  }
+
+  async #check(): Promise<void> {
+    if (this.#truncating || this.#stopped || Date.now() < this.#retryAt) return;
+    const size = walSize(this.#wal);
+    if (size <= this.#limitBytes) return;
+    this.#truncating = true;
+    // Writes wait too, or the WAL would grow all the while running reads finish.
+    this.#writer.hold(true);
+    try {
+      await this.#readers.pause(READ_PAUSE_MAX_MS);
+      const result = await this.#writer.checkpoint("TRUNCATE");
+      // Another process is reading: do not hold everyone up again at once.
+      if (result.busy) this.#retryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;
+      this.#log(
+        `checkpoint TRUNCATE: WAL was ${(size / 1048576).toFixed(1)} MiB; ${result.busy ? "incomplete (another process is reading)" : "done"}, now ${(walSize(this.#wal) / 1048576).toFixed(1)} MiB`,
+      );
+    } catch (err) {
+      this.#retryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;
+      this.#log(`checkpoint TRUNCATE failed: WAL is ${(size / 1048576).toFixed(1)} MiB: ${(err as Error).message}`);
+    } finally {
+      this.#writer.hold(false);
+      this.#readers.resume();
+      this.#truncating = false;
+    }
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The catalogue of operations: every method of `SessionDB` (but `mode` and `close`), whether it
+ * reads, writes or streams, and its parameters and result, taken from the interface. No SQL and
+ * no driver: the wire protocol, the client, the daemon's dispatch and the CLI import this, and
+ * the engine's table of implementations (`engine/operations.ts`) must satisfy it, so an
+ * operation cannot be half-wired.
+ */
+import type { SessionDB } from "./session-db.js";
+
+/** The names of the operations: the methods of `SessionDB` but `close` (and not its properties). */
+export type OpName = Exclude<keyof SessionDB, "mode" | "files" | "daemon" | "close">;
+
+export type OpKind = "read" | "write" | "stream";
+
+/** The arguments of an operation, as its method takes them. */
+export type ParamsOf<K extends OpName> = Parameters<SessionDB[K]>;
+
+/** What an operation yields: the promised value, or for a streamed one each item. */
+export type ResultOf<K extends OpName> = SessionDB[K] extends (...args: never[]) => AsyncIterable<infer T>
+  ? T
+  : Awaited<ReturnType<SessionDB[K]>>;
+
+export const OPERATION_KINDS = {
+  createSession: "write",
+  ensureSession: "write",
+  endSession: "write",
+  reopenSession: "write",
+  updateSystemPrompt: "write",
+  updateTokenCounts: "write",
+  getSession: "read",
+  resolveSessionId: "read",
+  sessionIdsByPrefix: "read",
+  setSessionTitle: "write",
+  getSessionTitle: "read",
+  getSessionByTitle: "read",
+  resolveSessionByTitle: "read",
+  getNextTitleInLineage: "read",
+  getCompressionTip: "read",
+  listSessionsRich: "read",
+  appendMessage: "write",
+  getMessages: "read",
+  getMessagesAsConversation: "read",
+  clearMessages: "write",
+  searchMessages: "read",
+  searchSessions: "read",
+  sessionCount: "read",
+  messageCount: "read",
+  sourceCounts: "read",
+  exportSession: "read",
+  exportAll: "stream",
+  importSession: "write",
+  deleteSession: "write",
+  pruneSessions: "write",
+} as const satisfies { [K in OpName]: SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write" };
+
+export const OP_NAMES = Object.keys(OPERATION_KINDS) as OpName[];
+
+export function isOpName(name: unknown): name is OpName {
+  return typeof name === "string" && Object.prototype.hasOwnProperty.call(OPERATION_KINDS, name);
+}
+
+type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATION_KINDS)[K] extends Kind ? K : never }[OpName];
+/** The operations that change the file, run by the writer (or direct mode's write retry). */
+export type WriteOpName = OfKind<"write">;
+export type ReadOpName = OfKind<"read">;
+/** Operations answered with a promise (all but the streamed ones). */
+export type CallOpName = Exclude<OpName, StreamOpName>;
+export type StreamOpName = OfKind<"stream">;

@@ -1,0 +1,98 @@
+/**
+ * The daemon's own operations, beside the library's methods, with their arguments and results.
+ * The `fault…` ops exist for the reliability tests and answer INVALID_ARGUMENT unless the daemon
+ * runs with fault injection on.
+ */
+
+export interface HelloResult {
+  server: "sessiondb";
+  version: string;
+  protocol: number;
+  schemaVersion: number;
+  pid: number;
+  /** The real path of the database this daemon serves, so a client can check it found the right one. */
+  database: string;
+}
+
+/** Figures about group commit. */
+export interface WriterStats {
+  queueDepth: number;
+  batches: number;
+  writes: number;
+  meanBatchSize: number;
+  maxBatchSize: number;
+  commitMs: { p50: number; p90: number; p99: number; max: number };
+  lockHeldMs: { p50: number; p99: number; max: number };
+  checkpoints: { passive: number; truncate: number; lastLogFrames: number };
+  restarts: number;
+}
+
+/** Figures about the reader threads. */
+export interface ReaderStats {
+  threads: number;
+  utilization: number;
+  queued: number;
+  inFlight: number;
+  completed: number;
+  paused: boolean;
+}
+
+/** The answer to `stats`. */
+export interface DaemonStats {
+  pid: number;
+  version: string;
+  database: string;
+  socket: string;
+  uptimeS: number;
+  clients: number;
+  walBytes: number;
+  queueDepth: number;
+  writer: WriterStats;
+  readers: ReaderStats;
+  /** The process's memory, in bytes (all threads). */
+  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+}
+
+/** A handle's way to the daemon that serves it (`SessionDB.daemon`). */
+export interface DaemonControl {
+  /** What the daemon said of itself when the handle connected. */
+  readonly server: HelloResult;
+  /** Asks the daemon who it is. */
+  hello(): Promise<HelloResult>;
+  /** The round trip with no database work. */
+  ping(): Promise<"pong">;
+  /** The daemon's figures: clients, queue, group commit, readers, WAL, memory. */
+  stats(): Promise<DaemonStats>;
+  /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
+  shutdown(): Promise<void>;
+  /** The reliability tests' fault injection (refused unless the daemon runs with it on). */
+  fault<K extends FaultOp>(op: K, ...args: ControlArgs<K>): Promise<void>;
+}
+
+/** Each control op's arguments and result. */
+export interface ControlOps {
+  hello: { args: [opts?: { protocol?: number }]; result: HelloResult };
+  ping: { args: []; result: "pong" };
+  stats: { args: []; result: DaemonStats };
+  /** Answered, then the daemon stops as on SIGTERM. */
+  shutdown: { args: []; result: null };
+  /** The writer thread dies; the daemon restarts it. */
+  faultCrashWriter: { args: []; result: null };
+  /** The threads serving the next `count` reads (default 1) die mid-read. */
+  faultCrashReader: { args: [count?: number]; result: null };
+  /** Caps the file at `pages` pages, a full disk for SQLite; null lifts the cap. */
+  faultMaxPageCount: { args: [pages: number | null]; result: null };
+}
+
+export type ControlOp = keyof ControlOps;
+export type ControlArgs<K extends ControlOp> = ControlOps[K]["args"];
+export type ControlResult<K extends ControlOp> = ControlOps[K]["result"];
+export type FaultOp = Extract<ControlOp, `fault${string}`>;
+
+export const CONTROL_OPS = [
+  "hello", "ping", "stats", "shutdown", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
+] as const satisfies readonly ControlOp[];
+
+export function isControlOp(op: unknown): op is ControlOp {
+  return typeof op === "string" && (CONTROL_OPS as readonly string[]).includes(op);
+}
