@@ -16,7 +16,7 @@ const USAGE = `Usage: npm run bench [-- options]
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
-  --modes a,b            convoy modes: busy, jitter, python-jitter, daemon, daemon-ping, daemon-pipelined,
+  --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-ping, daemon-pipelined,
                          ceiling
   --fsync-delay-ms N,M    run the convoy matrix once per value with every process's fsync/fdatasync delayed
                          N ms (quick 0,1; 0 = the disk as it is), through bench/fsync-delay.c, preloaded;

@@ -21,6 +21,7 @@ export interface ResolvedOptions {
   readonly checkpointEveryNWrites: number;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  readonly autostart: boolean;
 }
 
 function nonNegative(value: unknown, name: string, fallback: number): number {
@@ -48,6 +49,9 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
     maxDelayMs: nonNegative(options.retry?.maxDelayMs, "retry.maxDelayMs", DEFAULT_RETRY.maxDelayMs),
   };
+  if (options.autostart !== undefined && typeof options.autostart !== "boolean") {
+    throw invalidArgument(`option autostart must be a boolean, got ${String(options.autostart)}`);
+  }
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
     path: files.db,
@@ -60,5 +64,6 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
+    autostart: options.autostart ?? false,
   };
 }

@@ -320,6 +320,12 @@ export interface OpenOptions {
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
   /**
+   * Modes "daemon" and "auto": when no daemon answers, start one (`sessiondb serve --idle-exit
+   * 600`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
+   * Default false: "auto" falls back to direct mode instead.
+   */
+  autostart?: boolean;
+  /**
    * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
    * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one
    * `SCHEMA` (left as it is), in every mode that would open the file.

@@ -16,6 +16,7 @@ import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } 
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { WalGuard, walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { closeWhenIdle } from "./idle-exit.js";
 import { ReaderPool } from "./reader-pool.js";
 import { WriterClient } from "./writer-client.js";
 
@@ -97,6 +98,7 @@ export class Daemon {
       if (writer.newerVersion !== null) {
         resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
       }
+      if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
       await writer?.close();
