@@ -18,29 +18,42 @@ import { invalidArgument } from "../errors.js";
 const JSON_FIELDS: ReadonlySet<string> = new Set(["toolCalls", "reasoningDetails", "codexReasoningItems", "modelConfig", "tool_calls"]);
 
 export function argsForWire(op: string, args: readonly unknown[]): unknown[] {
-  return args.map((arg) => asWireValue(op, arg));
+  const within = new Set<object>();
+  return args.map((arg) => asWireValue(op, arg, within));
 }
 
-/** A value outside the JSON fields: unchanged but for the JSON fields found within it. */
-function asWireValue(op: string, value: unknown): unknown {
+/**
+ * A value outside the JSON fields: unchanged but for the JSON fields found within it.
+ * `within`: the objects being copied, so a cycle is refused as JSON.stringify refuses it.
+ */
+function asWireValue(op: string, value: unknown, within: Set<object>): unknown {
   if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not accepted (give a number)`);
   if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) return value.map((item) => asWireValue(op, item));
-  if (!isPlainObject(value)) return value;
-  return copyObject(value, (k, v) => (JSON_FIELDS.has(k) ? asJsonData(op, v, k) : asWireValue(op, v)));
+  if (!Array.isArray(value) && !isPlainObject(value)) return value;
+  return copyOnce(op, value, within, (k, v) => (JSON_FIELDS.has(k) ? asJsonData(op, v, k, within) : asWireValue(op, v, within)));
 }
 
 /** A value inside a JSON field, as JSON.stringify sees it. */
-function asJsonData(op: string, value: unknown, key: string): unknown {
+function asJsonData(op: string, value: unknown, key: string, within: Set<object>): unknown {
   if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not JSON data`);
   if (typeof value !== "object" || value === null) return value;
   const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return asJsonData(op, toJSON.call(value, key) as unknown, key);
-  if (Array.isArray(value)) return value.map((item, i) => asJsonData(op, item, String(i)));
-  if (!isPlainObject(value)) {
+  if (typeof toJSON === "function") return asJsonData(op, toJSON.call(value, key) as unknown, key, within);
+  if (!Array.isArray(value) && !isPlainObject(value)) {
     throw invalidArgument(`${op}: ${(value as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
   }
-  return copyObject(value, (k, v) => asJsonData(op, v, k));
+  return copyOnce(op, value, within, (k, v) => asJsonData(op, v, k, within));
+}
+
+/** A copy of an array or plain object with each item mapped; a cycle is INVALID_ARGUMENT. */
+function copyOnce(op: string, value: object, within: Set<object>, map: (key: string, item: unknown) => unknown): unknown {
+  if (within.has(value)) throw invalidArgument(`${op}: a circular structure is not JSON data`);
+  within.add(value);
+  try {
+    return Array.isArray(value) ? value.map((item: unknown, i) => map(String(i), item)) : copyObject(value, map);
+  } finally {
+    within.delete(value);
+  }
 }
 
 function isPlainObject(value: object): boolean {
