@@ -110,6 +110,8 @@ export function agreementContract(open: Opener): void {
       await expectCode(() => db.appendMessage("s", { role: "tool", toolCalls: [{ n: 10n }] }), "INVALID_ARGUMENT");
       await expectCode(() => db.appendMessage("s", { role: "tool", toolCalls: [new Map([["a", 1]])] }), "INVALID_ARGUMENT");
       await expectCode(() => db.createSession("t", "cli", { modelConfig: { big: 2n ** 70n } }), "INVALID_ARGUMENT");
+      // toJSON counts only where JSON is written: a Date given as the content is refused, not stored as its string.
+      await expectCode(() => db.appendMessage("s", { role: "user", content: when as unknown as string }), "INVALID_ARGUMENT");
       assert.equal(await db.messageCount({ sessionId: "s" }), 1, "nothing refused was stored");
     });
 
