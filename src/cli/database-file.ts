@@ -1,7 +1,8 @@
 /**
  * Why a database file cannot be opened, said before SQLite says "unable to open database file":
- * the error names the path and what to do. Checked only where this process opens the file itself
- * (a daemon serving it has its own rights).
+ * the error names the path and what to do. Checked before every open by the CLI, whichever mode
+ * serves it: in mode "auto" this process opens the file itself whenever no daemon answers, or
+ * when the daemon goes away mid-command. Its wording speaks the CLI's `--db`, so it lives here.
  */
 import { accessSync, constants, statSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
