@@ -1,10 +1,13 @@
-import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
+import { chmodSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { makePrivateDir } from "../engine/private-files.js";
+import { SCHEMA_VERSION } from "../engine/schema.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import type { Page } from "../engine/operation.js";
+import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
@@ -13,6 +16,7 @@ import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } 
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { WalGuard, walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { closeWhenIdle } from "./idle-exit.js";
 import { ReaderPool, type ReadRequester } from "./reader-pool.js";
 import { RequestBudget } from "./request-budget.js";
 import { BodyPool } from "../protocol/body-pool.js";
@@ -77,7 +81,7 @@ export class Daemon {
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
-    mkdirSync(dirname(resolved.path), { recursive: true });
+    makePrivateDir(dirname(resolved.path));
     const lock = await acquireInstanceLock(resolved.files);
     let writer: WriterClient | undefined;
     let readers: ReaderPool | undefined;
@@ -92,17 +96,21 @@ export class Daemon {
         walLimitBytes: resolved.walLimitBytes,
         idleCheckpointMs: resolved.idleCheckpointMs,
         faultInjection: resolved.faultInjection,
-      });
+      }, resolved.log);
       readers = new ReaderPool(resolved.readers, {
         path: resolved.path,
         busyTimeoutMs: resolved.readerBusyTimeoutMs,
         faultInjection: resolved.faultInjection,
-      });
+      }, resolved.log);
       const daemon = new Daemon(resolved, lock, writer, readers);
       await daemon.#listen();
       resolved.log(
         `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
       );
+      if (writer.newerVersion !== null) {
+        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      }
+      if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
       await writer?.close();
@@ -122,6 +130,8 @@ export class Daemon {
       version: VERSION,
       database: this.options.path,
       socket: this.options.socketPath,
+      readOnly: this.#writer.newerVersion !== null,
+      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -220,7 +230,10 @@ export class Daemon {
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
     const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
-    if (kind === "write") return this.#writer.write(request.op as WriteOpName, params, deadline);
+    if (kind === "write") {
+      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
+      return this.#writer.write(request.op as WriteOpName, params, deadline);
+    }
     if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
     return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
   }

@@ -1,6 +1,7 @@
 import { Option, type Command } from "commander";
-import { positiveInt } from "../arguments.js";
-import { globalsOf } from "../open-store.js";
+import { positiveInt, positiveSeconds } from "../arguments.js";
+import { checkDatabaseFile } from "../database-file.js";
+import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
 
 interface ServeFlags {
@@ -10,6 +11,7 @@ interface ServeFlags {
   walLimitMb: number;
   frameTimeout: number;
   clientIdleTimeout: number;
+  idleExit?: number;
 }
 
 export function registerServe(program: Command): void {
@@ -22,8 +24,11 @@ export function registerServe(program: Command): void {
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
     .option("--frame-timeout <s>", "close a connection that leaves a frame incomplete this long", positiveInt, 30)
     .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
+    .option("--idle-exit <seconds>", "stop cleanly after this long with no client connected (default: never)", positiveSeconds)
     .action(async (opts: ServeFlags, command: Command) => {
-      const { db } = globalsOf(command);
+      const globals = globalsOf(command);
+      const { db } = globals;
+      checkDatabaseFile(filesOf(globals).db);
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
@@ -32,6 +37,7 @@ export function registerServe(program: Command): void {
         walLimitBytes: opts.walLimitMb * 1024 * 1024,
         frameTimeoutMs: opts.frameTimeout * 1000,
         idleConnectionTimeoutMs: opts.clientIdleTimeout * 1000,
+        ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

@@ -2,9 +2,8 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
-import { defaultSocketPath } from "../../socket-path.js";
 import { duration, plural, size } from "../format.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -25,14 +24,13 @@ export function registerStatus(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const path = databasePath(globals);
-      const socket = defaultSocketPath(path);
-      const client = await connectDaemon(path);
+      const { db: path, socket } = filesOf(globals);
+      const client = await connectDaemon(globals);
       let daemon: DaemonStats | null = null;
       try {
-        if (client !== null) daemon = await client.stats();
+        if (client !== null) daemon = await client.daemon.stats();
       } finally {
-        await client?.close();
+        await client?.db.close();
       }
       const report: StatusReport = {
         database: path, exists: existsSync(path), socket, daemon, route: daemon !== null && !globals.direct ? "daemon" : "direct",
@@ -54,6 +52,11 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
         `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued, WAL ${size(d.walBytes)}`,
     );
     out.line(`${c.bold("socket")}    ${d.socket}`);
+    if (d.readOnly) {
+      out.line(
+        `${c.bold("read-only")} ${c.yellow(`the file has schema version ${d.fileSchemaVersion}`)} (newer than this sessiondb's 6): reads work, writes fail with SCHEMA`,
+      );
+    }
   }
   let route = "open the file directly";
   if (r.route === "daemon") route = "go through the daemon";
