@@ -1,8 +1,8 @@
 import { DaemonClient } from "./client/daemon-client.js";
-import { DirectStore } from "./direct/direct-store.js";
+import { openDirect, type LocalStore } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
+import type { Engine, ExportOptions, SessionDB, SessionExport } from "./session-db.js";
 import { OPERATION_KINDS, type OpName } from "./operation-catalogue.js";
 import { installOperationMethods, type OperationMethods } from "./operation-methods.js";
 
@@ -15,8 +15,8 @@ import { installOperationMethods, type OperationMethods } from "./operation-meth
  */
 export class AutoStore implements SessionDB {
   readonly #options: ResolvedOptions;
-  #current: DaemonClient | DirectStore;
-  #failover: Promise<DirectStore> | null = null;
+  #current: DaemonClient | LocalStore;
+  #failover: Promise<LocalStore> | null = null;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
     this.#current = client;
@@ -25,6 +25,10 @@ export class AutoStore implements SessionDB {
 
   get mode(): "direct" | "daemon" {
     return this.#current.mode;
+  }
+
+  get engine(): Engine {
+    return this.#current.engine;
   }
 
   async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
@@ -48,15 +52,15 @@ export class AutoStore implements SessionDB {
   }
 
   /** The daemon while its connection lives, else direct mode. */
-  async #usable(): Promise<DaemonClient | DirectStore> {
+  async #usable(): Promise<DaemonClient | LocalStore> {
     const store = this.#current;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
 
-  #failOver(client: DaemonClient): Promise<DirectStore> {
+  #failOver(client: DaemonClient): Promise<LocalStore> {
     this.#failover ??= (async () => {
       await client.close();
-      const direct = DirectStore.open(this.#options);
+      const direct = await openDirect(this.#options);
       this.#current = direct;
       return direct;
     })();

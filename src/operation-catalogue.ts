@@ -7,8 +7,8 @@
  */
 import type { SessionDB } from "./session-db.js";
 
-/** The names of the operations: the methods of `SessionDB` but `mode` and `close`. */
-export type OpName = Exclude<keyof SessionDB, "mode" | "close">;
+/** The names of the operations: the methods of `SessionDB` but `mode`, `engine` and `close`. */
+export type OpName = Exclude<keyof SessionDB, "mode" | "engine" | "close">;
 
 export type OpKind = "read" | "write" | "stream";
 

@@ -2,7 +2,7 @@ import type { SessionDB } from "./session-db.js";
 import { OPERATION_KINDS, OP_NAMES, type OpName } from "./operation-catalogue.js";
 
 /** The methods every store derives from the operation table (all but `exportAll` and `close`). */
-export type OperationMethods = Omit<SessionDB, "mode" | "close" | "exportAll">;
+export type OperationMethods = Omit<SessionDB, "mode" | "engine" | "close" | "exportAll">;
 
 /**
  * Gives a store class one method per operation of the table, each a call of `call(name, args)`,

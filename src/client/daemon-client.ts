@@ -1,13 +1,14 @@
 import { connect, type Socket } from "node:net";
 import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
+import type { Engine, ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import type { OpName } from "../operation-catalogue.js";
 import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { databaseIdentity } from "../socket-path.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -96,7 +97,7 @@ export class DaemonClient implements SessionDB {
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
-      if (hello.database !== options.path) {
+      if (hello.database !== databaseIdentity(options.path)) {
         throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
       client.server = hello;
@@ -106,6 +107,11 @@ export class DaemonClient implements SessionDB {
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
       throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
     }
+  }
+
+  /** The database behind the daemon. */
+  get engine(): Engine {
+    return this.server.engine ?? "sqlite";
   }
 
   /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */

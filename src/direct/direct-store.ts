@@ -20,6 +20,7 @@ import { installOperationMethods, type OperationMethods } from "../operation-met
  */
 export class DirectStore implements SessionDB {
   readonly mode = "direct" as const;
+  readonly engine = "sqlite" as const;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   #writesSinceCheckpoint = 0;

@@ -24,8 +24,8 @@ export interface ExportCursor {
   id: string;
 }
 
-const PAGE_SESSIONS = 200;
-const PAGE_MESSAGES = 5000;
+export const PAGE_SESSIONS = 200;
+export const PAGE_MESSAGES = 5000;
 
 /**
  * A page holds up to 200 sessions, and stops early once it holds 5,000 messages, so a page stays

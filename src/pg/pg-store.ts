@@ -1,0 +1,86 @@
+import { SessionDBError } from "../errors.js";
+import type { ResolvedOptions } from "../options.js";
+import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
+import { parseOperation } from "../engine/operations.js";
+import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
+import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { openPgPool, type PgPool } from "./pg-connection.js";
+import { toPgSessionDBError } from "./pg-errors.js";
+import { runPgOperation, runPgPage } from "./pg-operations.js";
+import { openPgDatabase } from "./pg-open.js";
+import { inPgTransaction } from "./pg-transaction.js";
+
+/** Connections of one direct-mode handle: a few reads in parallel beside the writes, which go one at a time. */
+const DIRECT_POOL_SIZE = 4;
+
+/**
+ * Direct mode on a PostgreSQL URL: a small pool of connections in this process. Every write is
+ * one transaction, retried on serialization failure and deadlock; writes from one handle keep
+ * their order; reads run at once on their own connections.
+ */
+export class PgStore implements SessionDB {
+  readonly mode = "direct" as const;
+  readonly engine = "postgres" as const;
+  readonly #options: ResolvedOptions;
+  readonly #pool: PgPool;
+  readonly #writable: boolean;
+  #writeQueue: Promise<unknown> = Promise.resolve();
+  #closed: Promise<void> | null = null;
+
+  private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#writable = writable;
+  }
+
+  /** Connects, and creates or migrates the schema. */
+  static async open(options: ResolvedOptions): Promise<PgStore> {
+    const pool = openPgPool(options.path, { max: DIRECT_POOL_SIZE, applicationName: "sessiondb direct" });
+    try {
+      return new PgStore(pool, options, await openPgDatabase(pool));
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw toPgSessionDBError(err);
+    }
+  }
+
+  async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
+    this.#checkOpen();
+    const kind = OPERATION_KINDS[name];
+    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
+    const params = parseOperation(name, args);
+    if (kind === "read") return runPgOperation(this.#pool, name, params).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+    if (!this.#writable) throw readOnly();
+    const result = this.#writeQueue.then(() => inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params)));
+    this.#writeQueue = result.catch(() => undefined);
+    return result;
+  }
+
+  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
+    const params = parseOperation("exportAll", [opts]);
+    let cursor: unknown = null;
+    do {
+      this.#checkOpen();
+      const page = await runPgPage(this.#pool, "exportAll", params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+      yield* page.items as SessionExport[];
+      cursor = page.next;
+    } while (cursor !== null);
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#writeQueue.then(() => this.#pool.end());
+    return this.#closed;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed !== null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
+  }
+}
+
+export function readOnly(): SessionDBError {
+  return new SessionDBError("SCHEMA", "this PostgreSQL database was written by a newer sessiondb; it is open read-only");
+}
+
+export interface PgStore extends OperationMethods {}
+
+installOperationMethods(PgStore);
