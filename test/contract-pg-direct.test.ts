@@ -5,9 +5,4 @@ import { usePgServer } from "./helpers/postgres.js";
 
 const server = usePgServer();
 
-runContractSuite(
-  "postgres, direct",
-  Object.assign((url: string) => openSessionDB({ path: url, mode: "direct" }), {
-    location: (t: Parameters<ReturnType<typeof server>["freshDatabase"]>[0]) => server().freshDatabase(t),
-  }),
-);
+runContractSuite("postgres, direct", Object.assign((url: string) => openSessionDB({ path: url, mode: "direct" }), { location: server.fresh }));

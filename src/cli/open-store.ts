@@ -8,6 +8,7 @@ import { DaemonClient } from "../client/daemon-client.js";
 import { toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
 import type { SessionDB } from "../session-db.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 import { CliError } from "./cli-error.js";
 import { Output } from "./output.js";
@@ -23,7 +24,7 @@ export function globalsOf(command: Command): GlobalOptions {
   return command.optsWithGlobals<GlobalOptions>();
 }
 
-/** The database file a command works on: `--db`, else the default of SPEC §2, links resolved. */
+/** The database a command works on: `--db` (a file or a `postgres://` URL), else the default of SPEC §2, links resolved. */
 export function databasePath(globals: GlobalOptions): string {
   return realDatabasePath(globals.db ?? defaultDatabasePath());
 }
@@ -55,7 +56,8 @@ export async function openStore(globals: GlobalOptions, mustExist: boolean): Pro
     const daemon = await connectDaemon(path);
     if (daemon !== null) return { db: daemon, daemon, path };
   }
-  if (mustExist && !existsSync(path)) {
+  // A PostgreSQL database is the server's to have: opening it creates only sessiondb's tables.
+  if (mustExist && !isPostgresUrl(path) && !existsSync(path)) {
     throw new CliError("NOT_FOUND", `no database at ${path} (give --db PATH or set $SESSIONDB_PATH; nothing was created)`);
   }
   return { db: await openSessionDB({ path, mode: "direct" }), daemon: null, path };

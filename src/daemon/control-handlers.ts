@@ -3,15 +3,16 @@ import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { ControlOp, ControlResult, DaemonStats, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
-import type { ReaderPool } from "./reader-pool.js";
-import type { WriterClient } from "./writer-client.js";
+import type { Engine } from "../session-db.js";
+import type { DaemonReaders, DaemonWriter } from "./daemon-engine.js";
 
 /** What the control ops act on. */
 export interface ControlContext {
   readonly database: string;
+  readonly engine: Engine;
   readonly faultInjection: boolean;
-  readonly writer: WriterClient;
-  readonly readers: ReaderPool;
+  readonly writer: DaemonWriter;
+  readonly readers: DaemonReaders;
   stats(): DaemonStats;
   close(): Promise<void>;
 }
@@ -27,7 +28,7 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
     }
   };
   return {
-    hello: (args) => hello(args[0], ctx.database),
+    hello: (args) => hello(args[0], ctx.database, ctx.engine),
     ping: () => "pong",
     stats: () => ctx.stats(),
     shutdown: () => {
@@ -52,12 +53,12 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
   };
 }
 
-function hello(opts: unknown, database: string): HelloResult {
+function hello(opts: unknown, database: string, engine: Engine): HelloResult {
   const wanted = (opts as { protocol?: unknown } | undefined)?.protocol;
   if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
     throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
   }
-  return { server: "sessiondb", version: VERSION, protocol: PROTOCOL_VERSION, schemaVersion: SCHEMA_VERSION, pid: process.pid, database };
+  return { server: "sessiondb", version: VERSION, protocol: PROTOCOL_VERSION, schemaVersion: SCHEMA_VERSION, pid: process.pid, database, engine };
 }
 
 /** The positive count a fault-injection op takes, or its default when it is left out. */

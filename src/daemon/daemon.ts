@@ -11,10 +11,12 @@ import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
-import { WalGuard, walSize } from "./wal-guard.js";
+import { walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
-import { ReaderPool } from "./reader-pool.js";
-import { WriterClient } from "./writer-client.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
+import { startSqliteEngine } from "./sqlite-engine.js";
+import { startPgEngine } from "../pg/pg-daemon-engine.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
 
@@ -25,19 +27,20 @@ export type { DaemonOptions } from "./daemon-options.js";
 const LISTEN_BACKLOG = 4096;
 
 /**
- * The daemon (SPEC §5): one writer thread with group commit, a pool of reader threads, and the
- * Unix socket. `Daemon.start` returns once it is listening; `close()` drains and stops it.
+ * The daemon (SPEC §5): one writer with group commit, a pool of readers, and the Unix socket.
+ * The writer and readers are the engine's: threads over the SQLite file, or connections to
+ * PostgreSQL. `Daemon.start` returns once it is listening; `close()` drains and stops it.
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
   readonly #lock: InstanceLock;
-  readonly #writer: WriterClient;
-  readonly #readers: ReaderPool;
+  readonly #engine: DaemonEngine;
+  readonly #writer: DaemonWriter;
+  readonly #readers: DaemonReaders;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
-  readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
   #closing: Promise<void> | null = null;
@@ -45,56 +48,42 @@ export class Daemon {
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, writer: WriterClient, readers: ReaderPool) {
+  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, engine: DaemonEngine) {
+    const { writer, readers } = engine;
     this.options = options;
     this.#lock = lock;
+    this.#engine = engine;
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.#server = createServer((socket) => this.#accept(socket));
     this.#control = controlHandlers({
-      database: options.path,
+      database: options.files.db,
+      engine: engine.engine,
       faultInjection: options.faultInjection,
       writer,
       readers,
       stats: () => this.stats(),
       close: () => this.close(),
     });
-    this.#walGuard = new WalGuard(options.files.wal, options.walLimitBytes, writer, readers, options.log);
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
-    mkdirSync(dirname(resolved.path), { recursive: true });
+    const postgres = isPostgresUrl(resolved.path);
+    if (!postgres) mkdirSync(dirname(resolved.path), { recursive: true });
     const lock = await acquireInstanceLock(resolved.files);
-    let writer: WriterClient | undefined;
-    let readers: ReaderPool | undefined;
+    let engine: DaemonEngine | undefined;
     try {
-      writer = await WriterClient.start({
-        path: resolved.path,
-        synchronous: resolved.synchronous,
-        maxBatch: resolved.maxBatch,
-        maxBatchMs: resolved.maxBatchMs,
-        yieldEveryMs: resolved.yieldEveryMs,
-        yieldMs: resolved.yieldMs,
-        walLimitBytes: resolved.walLimitBytes,
-        idleCheckpointMs: resolved.idleCheckpointMs,
-        faultInjection: resolved.faultInjection,
-      });
-      readers = new ReaderPool(resolved.readers, {
-        path: resolved.path,
-        busyTimeoutMs: resolved.readerBusyTimeoutMs,
-        faultInjection: resolved.faultInjection,
-      });
-      const daemon = new Daemon(resolved, lock, writer, readers);
+      engine = postgres ? await startPgEngine(resolved) : await startSqliteEngine(resolved);
+      const daemon = new Daemon(resolved, lock, engine);
       await daemon.#listen();
-      resolved.log(
-        `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
-      );
+      resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
       return daemon;
     } catch (err) {
-      await writer?.close();
-      await readers?.close();
+      engine?.stopHousekeeping();
+      await engine?.writer.close();
+      await engine?.readers.close();
       lock.release();
       throw err;
     }
@@ -108,7 +97,8 @@ export class Daemon {
     return {
       pid: process.pid,
       version: VERSION,
-      database: this.options.path,
+      database: this.options.files.db,
+      engine: this.#engine.engine,
       socket: this.options.socketPath,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
@@ -129,7 +119,7 @@ export class Daemon {
   async #shutdown(): Promise<void> {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
-    this.#walGuard.stop();
+    this.#engine.stopHousekeeping();
     const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);

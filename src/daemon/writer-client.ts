@@ -21,7 +21,7 @@ interface Pending {
 const WINDOW = 2048;
 
 /** The last `WINDOW` values, for percentiles that follow the current load. */
-class Window {
+export class Window {
   readonly #values: number[] = [];
   #next = 0;
 

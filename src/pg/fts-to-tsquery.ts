@@ -86,7 +86,8 @@ class Parser {
       parts.push(this.#and());
     }
     if (parts.includes(undefined)) return undefined;
-    const kept = parts.filter((p): p is string => p !== null);
+    // A repeated operand changes nothing but the cost ("hello OR hello OR …").
+    const kept = [...new Set(parts.filter((p): p is string => p !== null))];
     return kept.length === 0 ? null : kept.length === 1 ? kept[0]! : `(${kept.join(" | ")})`;
   }
 
@@ -101,7 +102,8 @@ class Parser {
     if (parts.includes(undefined)) return undefined;
     // An operand with no word matches nothing, so the whole AND does.
     if (parts.includes(null)) return null;
-    return parts.length === 1 ? parts[0]! : `(${parts.join(" & ")})`;
+    const unique = [...new Set(parts as string[])];
+    return unique.length === 1 ? unique[0]! : `(${unique.join(" & ")})`;
   }
 
   #not(): string | null | undefined {

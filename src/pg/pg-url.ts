@@ -26,18 +26,20 @@ function decode(text: string): string {
   }
 }
 
+const URL_PARTS = /^postgres(?:ql)?:\/\/(?:([^@/?]*)@)?([^/?]*)(?:\/([^?]*))?(?:\?(.*))?$/is;
+
 export function pgTarget(url: string, env: NodeJS.ProcessEnv = process.env): PgTarget {
-  // Swapping the scheme for http lets WHATWG URL parse the authority (postgres: is not a special scheme).
-  const parsed = new URL(url.replace(/^postgres(ql)?:/i, "http:"));
-  const query = parsed.searchParams;
-  const hostInUrl = parsed.hostname === "" ? "" : decode(parsed.hostname);
-  const user = decode(parsed.username) || query.get("user") || env.PGUSER || safeUserName();
-  const port = Number(parsed.port || query.get("port") || env.PGPORT || 5432);
+  const [, userInfo = "", hostPort = "", path = "", search = ""] = URL_PARTS.exec(url) ?? [];
+  const query = new URLSearchParams(search);
+  const hostMatch = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(hostPort);
+  const hostInUrl = decode(hostMatch?.[1] ?? "");
+  const user = decode(userInfo.split(":")[0] ?? "") || query.get("user") || env.PGUSER || safeUserName();
+  const port = Number(hostMatch?.[2] || query.get("port") || env.PGPORT || 5432);
   return {
     host: hostInUrl || query.get("host") || env.PGHOST || "localhost",
     port: Number.isFinite(port) ? port : 5432,
     user,
-    database: decode(parsed.pathname.replace(/^\//, "")) || query.get("dbname") || env.PGDATABASE || user,
+    database: decode(path) || query.get("dbname") || env.PGDATABASE || user,
   };
 }
 

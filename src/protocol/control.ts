@@ -47,7 +47,9 @@ export interface ReaderStats {
 export interface DaemonStats {
   pid: number;
   version: string;
+  /** The database file, or a PostgreSQL database's URL without its password. */
   database: string;
+  engine: Engine;
   socket: string;
   uptimeS: number;
   clients: number;

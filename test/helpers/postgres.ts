@@ -128,18 +128,25 @@ export class PgServer {
   }
 }
 
-/** A server for this test file: started before its tests, stopped after them. */
-export function usePgServer(): () => PgServer {
+/** This test file's server (started before its tests, stopped after them), and a fresh database on it per test. */
+export interface PgServerHandle {
+  (): PgServer;
+  /** `PgServer.freshDatabase` on this file's server. */
+  fresh(t: TestContext): string;
+}
+
+export function usePgServer(): PgServerHandle {
   let server: PgServer | null = null;
   before(async () => {
     server = PgServer.start();
     await server.prepareTemplate();
   });
   after(() => server?.stop());
-  return () => {
+  const get = () => {
     if (server === null) throw new Error("the PostgreSQL server is not started yet");
     return server;
   };
+  return Object.assign(get, { fresh: (t: TestContext) => get().freshDatabase(t) });
 }
 
 /** True for a `postgres://` or `postgresql://` URL (what the raw helpers must reach through psql). */

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
+import { databaseIdentity } from "../../socket-path.js";
 import { SessionDBError } from "../../errors.js";
 import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
@@ -17,7 +18,7 @@ export function registerStop(program: Command): void {
       const out = new Output(globals.json === true);
       const path = databasePath(globals);
       const client = await connectDaemon(path);
-      if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
+      if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${databaseIdentity(path)}`);
       const pid = client.server.pid;
       let socket: string;
       try {
@@ -34,6 +35,6 @@ export function registerStop(program: Command): void {
         }
         await sleep(25);
       }
-      out.result({ stopped: true, pid }, () => out.line(`stopped the daemon (pid ${pid}) serving ${path}`));
+      out.result({ stopped: true, pid }, () => out.line(`stopped the daemon (pid ${pid}) serving ${databaseIdentity(path)}`));
     });
 }
