@@ -8,6 +8,7 @@ import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { reportError } from "./cli-error.js";
 import { registerDelete } from "./commands/delete.js";
+import { registerCopy } from "./commands/copy.js";
 import { registerExport } from "./commands/export.js";
 import { registerImport } from "./commands/import.js";
 import { registerList } from "./commands/list.js";
@@ -34,7 +35,7 @@ const program = new Command()
 
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
-  registerImport, registerTitle, registerDelete, registerPrune, registerStats,
+  registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats,
 ]) {
   register(program);
 }
