@@ -15,7 +15,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
   --modes a,b            convoy modes: busy, jitter, python-jitter, daemon, daemon-ping, daemon-pipelined,
-                         ceiling
+                         ceiling, pg-direct, pg-daemon, pg-daemon-2 (the pg- modes run on a throwaway
+                         PostgreSQL server with its defaults, synchronous_commit=on; skipped without
+                         /usr/lib/postgresql/*/bin)
   --synchronous MODE     FULL (default) or NORMAL, for the daemon and every mode that can set it
                          (sessiondb's direct mode always runs FULL)
   --messages N,M         corpus sizes of the read side (quick 20000); 0 skips the read side and WAL check

@@ -69,19 +69,22 @@ async function project(db: PgQueryable, root: RichSessionRow): Promise<RichSessi
 
 export const messageRunners = {
   async appendMessage(db, p) {
+    // One statement, one round trip: the insert and the counters (a missing session fails the
+    // insert's foreign key, so nothing is counted).
     const inserted = await one<{ id: number }>(
       db,
-      `INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
-         token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+      `WITH inserted AS (
+         INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
+           token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id),
+       counted AS (
+         UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + $13 WHERE id = $1)
+       SELECT id FROM inserted`,
       [
         p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCount,
-        p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems,
+        p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems, p.toolCallIncrement,
       ],
     );
-    await db.query("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + $1 WHERE id = $2", [
-      p.toolCallIncrement, p.sessionId,
-    ]);
     return inserted!.id;
   },
 

@@ -161,7 +161,9 @@ export class PgWriter implements DaemonWriter {
       const began = performance.now();
       await client.query("BEGIN");
       const outcomes: Outcome[] = [];
-      for (const job of jobs) outcomes.push(await runOne(client, job));
+      // A savepoint isolates one request from the others; a request alone needs none (its failure rolls back the batch, which is itself).
+      if (jobs.length === 1) outcomes.push(await runAlone(client, jobs[0]!));
+      else for (const job of jobs) outcomes.push(await runOne(client, job));
       if (this.#crashNext) {
         this.#crashNext = false;
         this.#restarts++;
@@ -207,6 +209,16 @@ async function runOne(client: PgClient, job: Job): Promise<Outcome> {
   } catch (err) {
     if (isRetryablePgError(err) || isConnectionError(err)) throw err;
     await client.query("ROLLBACK TO SAVEPOINT sessiondb_request");
+    return { ok: false, error: toPgSessionDBError(err) };
+  }
+}
+
+/** The only request of its batch: a failure of its own rolls the transaction back and is its answer. */
+async function runAlone(client: PgClient, job: Job): Promise<Outcome> {
+  try {
+    return { ok: true, result: await runPgOperation(client, job.op, job.params) };
+  } catch (err) {
+    if (isRetryablePgError(err) || isConnectionError(err)) throw err;
     return { ok: false, error: toPgSessionDBError(err) };
   }
 }

@@ -6,7 +6,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { postgresBinDir } from "./postgres.js";
+import { postgresBinDir } from "./postgres-server.js";
 
 type Params = unknown[];
 
