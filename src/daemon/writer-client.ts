@@ -38,6 +38,14 @@ export class Window {
   }
 }
 
+/** Commit and lock-hold time percentiles, for `WriterStats`. */
+export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStats, "commitMs" | "lockHeldMs"> {
+  return {
+    commitMs: { p50: commit.percentile(50), p90: commit.percentile(90), p99: commit.percentile(99), max: commit.percentile(100) },
+    lockHeldMs: { p50: lockHeld.percentile(50), p99: lockHeld.percentile(99), max: lockHeld.percentile(100) },
+  };
+}
+
 /**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
  * that come back after each COMMIT, and restarts the thread if it dies (its in-flight requests
@@ -120,13 +128,7 @@ export class WriterClient {
       writes: this.#writes,
       meanBatchSize: this.#batches === 0 ? 0 : this.#writes / this.#batches,
       maxBatchSize: this.#maxBatch,
-      commitMs: {
-        p50: this.#commitMs.percentile(50),
-        p90: this.#commitMs.percentile(90),
-        p99: this.#commitMs.percentile(99),
-        max: this.#commitMs.percentile(100),
-      },
-      lockHeldMs: { p50: this.#lockMs.percentile(50), p99: this.#lockMs.percentile(99), max: this.#lockMs.percentile(100) },
+      ...commitFigures(this.#commitMs, this.#lockMs),
       checkpoints: { ...this.#checkpoints },
       restarts: this.#restarts,
     };

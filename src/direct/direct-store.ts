@@ -7,10 +7,11 @@ import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { openConnection, type Connection } from "../engine/connection.js";
 import type { Args } from "../engine/args.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
-import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
+import type { OpName } from "../operation-catalogue.js";
 import { ensureSchema } from "../engine/schema.js";
 import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { parseCall, WriteQueue } from "./write-queue.js";
 
 
 /**
@@ -24,7 +25,7 @@ export class DirectStore implements SessionDB {
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   #writesSinceCheckpoint = 0;
-  #writeQueue: Promise<unknown> = Promise.resolve();
+  readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions) {
@@ -51,13 +52,9 @@ export class DirectStore implements SessionDB {
   /** Runs one operation of the table by name; the typed methods all come through here. */
   async call(name: OpName, args: Args): Promise<unknown> {
     const db = this.#connection();
-    const kind = OPERATION_KINDS[name];
-    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-    const params = parseOperation(name, args);
+    const { kind, params } = parseCall(name, args);
     if (kind === "read") return this.#withRetry(() => runOperation(db, name, params), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => runOperation(db, name, params), true));
-    this.#writeQueue = result.catch(() => undefined);
-    return result;
+    return this.#writes.run(() => this.#withRetry(() => runOperation(db, name, params), true));
   }
 
   async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
@@ -72,7 +69,7 @@ export class DirectStore implements SessionDB {
   }
 
   close(): Promise<void> {
-    this.#closed ??= this.#writeQueue.then(() => {
+    this.#closed ??= this.#writes.idle().then(() => {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;

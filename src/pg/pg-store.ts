@@ -2,7 +2,8 @@ import { SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { parseOperation } from "../engine/operations.js";
-import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
+import type { OpName } from "../operation-catalogue.js";
+import { parseCall, WriteQueue } from "../direct/write-queue.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 import { openPgPool, type PgPool } from "./pg-connection.js";
 import { toPgSessionDBError } from "./pg-errors.js";
@@ -24,7 +25,7 @@ export class PgStore implements SessionDB {
   readonly #options: ResolvedOptions;
   readonly #pool: PgPool;
   readonly #writable: boolean;
-  #writeQueue: Promise<unknown> = Promise.resolve();
+  readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
 
   private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
@@ -46,14 +47,10 @@ export class PgStore implements SessionDB {
 
   async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
     this.#checkOpen();
-    const kind = OPERATION_KINDS[name];
-    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-    const params = parseOperation(name, args);
+    const { kind, params } = parseCall(name, args);
     if (kind === "read") return runPgOperation(this.#pool, name, params).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
     if (!this.#writable) throw readOnly();
-    const result = this.#writeQueue.then(() => inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params)));
-    this.#writeQueue = result.catch(() => undefined);
-    return result;
+    return this.#writes.run(() => inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params)));
   }
 
   async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
@@ -68,7 +65,7 @@ export class PgStore implements SessionDB {
   }
 
   close(): Promise<void> {
-    this.#closed ??= this.#writeQueue.then(() => this.#pool.end());
+    this.#closed ??= this.#writes.idle().then(() => this.#pool.end());
     return this.#closed;
   }
 

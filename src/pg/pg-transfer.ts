@@ -1,7 +1,7 @@
 /** Exports (one session, or all streamed in keyset pages) and `importSession` on PostgreSQL. */
 import { SessionDBError } from "../errors.js";
 import type { ExportCursor } from "../engine/export.js";
-import { PAGE_MESSAGES, PAGE_SESSIONS } from "../engine/export.js";
+import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS } from "../engine/export.js";
 import type { ImportParams } from "../engine/import.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS, SESSION_SELECT } from "../engine/rows.js";
 import type { ImportResult, SessionExport, SessionRow } from "../session-db.js";
@@ -90,9 +90,7 @@ export const transferRunners = {
       messages += exported.messages.length;
       if (messages >= PAGE_MESSAGES) break;
     }
-    const last = items.at(-1);
-    const full = items.length < sessions.length || sessions.length === PAGE_SESSIONS;
-    return { items, next: last !== undefined && full ? { startedAt: last.started_at, id: last.id } : null };
+    return { items, next: nextPage(items, sessions.length) };
   },
 
   importSession: runImport,

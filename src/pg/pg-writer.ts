@@ -4,7 +4,7 @@ import { jitterMs, type RetryPolicy } from "../engine/transaction.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterStats } from "../protocol/control.js";
 import type { DaemonWriter } from "../daemon/daemon-engine.js";
-import { Window } from "../daemon/writer-client.js";
+import { commitFigures, Window } from "../daemon/writer-client.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
 import { isConnectionError, isRetryablePgError, toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation } from "./pg-operations.js";
@@ -84,13 +84,8 @@ export class PgWriter implements DaemonWriter {
       writes: this.#writes,
       meanBatchSize: this.#batches === 0 ? 0 : this.#writes / this.#batches,
       maxBatchSize: this.#maxBatch,
-      commitMs: {
-        p50: this.#commitMs.percentile(50),
-        p90: this.#commitMs.percentile(90),
-        p99: this.#commitMs.percentile(99),
-        max: this.#commitMs.percentile(100),
-      },
-      lockHeldMs: { p50: this.#transactionMs.percentile(50), p99: this.#transactionMs.percentile(99), max: this.#transactionMs.percentile(100) },
+      // lockHeldMs: how long each transaction stayed open, BEGIN to COMMIT (PostgreSQL locks rows, not the database).
+      ...commitFigures(this.#commitMs, this.#transactionMs),
       checkpoints: { passive: 0, truncate: 0, lastLogFrames: 0 },
       restarts: this.#restarts,
     };
