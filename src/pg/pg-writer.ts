@@ -154,11 +154,20 @@ export class PgWriter implements DaemonWriter {
     let broken = false;
     try {
       const began = performance.now();
-      await client.query("BEGIN");
       const outcomes: Outcome[] = [];
-      // A savepoint isolates one request from the others; a request alone needs none (its failure rolls back the batch, which is itself).
-      if (jobs.length === 1) outcomes.push(await runAlone(client, jobs[0]!));
-      else for (const job of jobs) outcomes.push(await runOne(client, job));
+      // A savepoint isolates one request from the others; a request alone needs none (its failure
+      // rolls back the batch, which is itself). Each savepoint statement shares its round trip
+      // with BEGIN or with releasing the previous one: round trips are what a batch costs.
+      if (jobs.length === 1) {
+        await client.query("BEGIN");
+        outcomes.push(await runRequest(client, jobs[0]!, false));
+      } else {
+        await client.query(`BEGIN; SAVEPOINT ${SAVEPOINT}`);
+        for (const [i, job] of jobs.entries()) {
+          if (i > 0) await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`);
+          outcomes.push(await runRequest(client, job, true));
+        }
+      }
       if (this.#crashNext) {
         this.#crashNext = false;
         this.#restarts++;
@@ -194,26 +203,19 @@ export class PgWriter implements DaemonWriter {
   }
 }
 
-/** One request in its own savepoint: its failure is its own; a conflict or lost connection is the batch's. */
-async function runOne(client: PgClient, job: Job): Promise<Outcome> {
-  await client.query("SAVEPOINT sessiondb_request");
-  try {
-    const result = await runPgOperation(client, job.op, job.params);
-    await client.query("RELEASE SAVEPOINT sessiondb_request");
-    return { ok: true, result };
-  } catch (err) {
-    if (isRetryablePgError(err) || isConnectionError(err)) throw err;
-    await client.query("ROLLBACK TO SAVEPOINT sessiondb_request");
-    return { ok: false, error: toPgSessionDBError(err) };
-  }
-}
+const SAVEPOINT = "sessiondb_request";
 
-/** The only request of its batch: a failure of its own rolls the transaction back and is its answer. */
-async function runAlone(client: PgClient, job: Job): Promise<Outcome> {
+/**
+ * One request. Inside the savepoint set just before it (`isolated`), its failure is its own: rolled
+ * back to the savepoint, which stays set for the next request. Alone in its batch, its failure
+ * leaves the transaction to roll back at COMMIT. A conflict or lost connection is the batch's.
+ */
+async function runRequest(client: PgClient, job: Job, isolated: boolean): Promise<Outcome> {
   try {
     return { ok: true, result: await runPgOperation(client, job.op, job.params) };
   } catch (err) {
     if (isRetryablePgError(err) || isConnectionError(err)) throw err;
+    if (isolated) await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     return { ok: false, error: toPgSessionDBError(err) };
   }
 }
