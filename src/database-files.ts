@@ -11,17 +11,21 @@ export interface DatabaseFiles {
   readonly socket: string;
   /** The daemon's instance lock. */
   readonly lock: string;
+  /** The output of a daemon a client started (autostart), beside the socket: `state.db.sock` gives `state.db.daemon.log`. */
+  readonly daemonLog: string;
 }
 
 /** The files beside a database whose real path is already resolved (see `realDatabasePath`). */
 export function databaseFiles(realPath: string, socketPath?: string): DatabaseFiles {
+  const socket = socketPath ?? socketPathFor(realPath);
   // A PostgreSQL database has no folder: its lock sits beside its default socket, in the private runtime dir.
   const lock = isPostgresUrl(realPath) ? socketPathFor(realPath).replace(/\.sock$/, ".daemon-lock") : `${realPath}.daemon-lock`;
   return {
     db: databaseIdentity(realPath),
     wal: `${realPath}-wal`,
     shm: `${realPath}-shm`,
-    socket: socketPath ?? socketPathFor(realPath),
+    socket,
     lock,
+    daemonLog: `${socket.replace(/\.sock$/, "")}.daemon.log`,
   };
 }

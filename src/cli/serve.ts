@@ -1,8 +1,9 @@
 import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
 
 /**
- * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT or a `shutdown`
- * request, then drains queued writes, checkpoints and exits 0.
+ * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT, a `shutdown`
+ * request or, with `idleExitMs`, that long without a client; then drains queued writes,
+ * checkpoints and exits 0.
  */
 export async function serve(options: DaemonOptions): Promise<void> {
   const daemon = await Daemon.start(options);

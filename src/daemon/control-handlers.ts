@@ -3,13 +3,12 @@ import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { ControlOp, ControlResult, DaemonStats, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
-import type { Engine } from "../session-db.js";
-import type { DaemonReaders, DaemonWriter } from "./daemon-engine.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
 
 /** What the control ops act on. */
 export interface ControlContext {
   readonly database: string;
-  readonly engine: Engine;
+  readonly engine: DaemonEngine;
   readonly faultInjection: boolean;
   readonly writer: DaemonWriter;
   readonly readers: DaemonReaders;
@@ -53,12 +52,23 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
   };
 }
 
-function hello(opts: unknown, database: string, engine: Engine): HelloResult {
+/** The engine says which database it is and whether it serves it read-only (made by a newer sessiondb). */
+function hello(opts: unknown, database: string, engine: DaemonEngine): HelloResult {
   const wanted = (opts as { protocol?: unknown } | undefined)?.protocol;
   if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
     throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
   }
-  return { server: "sessiondb", version: VERSION, protocol: PROTOCOL_VERSION, schemaVersion: SCHEMA_VERSION, pid: process.pid, database, engine };
+  return {
+    server: "sessiondb",
+    version: VERSION,
+    protocol: PROTOCOL_VERSION,
+    schemaVersion: SCHEMA_VERSION,
+    pid: process.pid,
+    database,
+    engine: engine.engine,
+    readOnly: engine.readOnly,
+    fileSchemaVersion: engine.fileSchemaVersion,
+  };
 }
 
 /** The positive count a fault-injection op takes, or its default when it is left out. */

@@ -7,6 +7,7 @@
 import type { OpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";
+import type { SessionDBError } from "../errors.js";
 
 export interface DaemonWriter {
   /** Writes accepted and not yet answered. */
@@ -37,6 +38,15 @@ export interface DaemonEngine {
   readonly readers: DaemonReaders;
   /** Stops the engine's own housekeeping (SQLite's WAL guard) before the writer closes. */
   stopHousekeeping(): void;
+  /**
+   * True when a newer sessiondb made the database: it is served read-only and every write fails
+   * with SCHEMA (hello and stats say so).
+   */
+  readonly readOnly: boolean;
+  /** The database's own schema version (above this sessiondb's when `readOnly`). */
+  readonly fileSchemaVersion: number;
+  /** The SCHEMA error a write gets while `readOnly`. */
+  readOnlyError(op: string): SessionDBError;
   /** Said in the "listening" line of the log. */
   readonly description: string;
 }

@@ -1,10 +1,11 @@
-import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
+import { chmodSync, unlinkSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
+import { makePrivateDir } from "../engine/private-files.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import type { Page } from "../engine/operation.js";
+import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
@@ -13,6 +14,7 @@ import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } 
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { closeWhenIdle } from "./idle-exit.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
 import { startPgEngine } from "../pg/pg-daemon-engine.js";
@@ -51,15 +53,15 @@ export class Daemon {
   private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, engine: DaemonEngine) {
     const { writer, readers } = engine;
     this.options = options;
-    this.#lock = lock;
     this.#engine = engine;
+    this.#lock = lock;
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.#server = createServer((socket) => this.#accept(socket));
     this.#control = controlHandlers({
       database: options.files.db,
-      engine: engine.engine,
+      engine,
       faultInjection: options.faultInjection,
       writer,
       readers,
@@ -71,7 +73,7 @@ export class Daemon {
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
     const postgres = isPostgresUrl(resolved.path);
-    if (!postgres) mkdirSync(dirname(resolved.path), { recursive: true });
+    if (!postgres) makePrivateDir(dirname(resolved.path));
     const lock = await acquireInstanceLock(resolved.files);
     let engine: DaemonEngine | undefined;
     try {
@@ -79,6 +81,10 @@ export class Daemon {
       const daemon = new Daemon(resolved, lock, engine);
       await daemon.#listen();
       resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
+      if (engine.readOnly) {
+        resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
+      }
+      if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
       engine?.stopHousekeeping();
@@ -100,6 +106,8 @@ export class Daemon {
       database: this.options.files.db,
       engine: this.#engine.engine,
       socket: this.options.socketPath,
+      readOnly: this.#engine.readOnly,
+      fileSchemaVersion: this.#engine.fileSchemaVersion,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -193,6 +201,7 @@ export class Daemon {
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
     if (kind === "write") {
+      if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }

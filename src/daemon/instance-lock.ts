@@ -1,6 +1,7 @@
 import type { DatabaseFiles } from "../database-files.js";
 import { isBusyError, SessionDBError } from "../errors.js";
 import { openLockFile, type Connection } from "../engine/connection.js";
+import { createPrivateFile } from "../engine/private-files.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
 
@@ -21,6 +22,7 @@ export class InstanceLock {
 
   /** Takes the lock file, or fails with UNAVAILABLE when another process holds it. */
   static acquire(path: string): InstanceLock {
+    createPrivateFile(path);
     const db = openLockFile(path);
     try {
       db.pragma("locking_mode = EXCLUSIVE");

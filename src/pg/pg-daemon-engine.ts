@@ -6,6 +6,8 @@ import { toPgSessionDBError } from "./pg-errors.js";
 import { openPgDatabase } from "./pg-open.js";
 import { PgReaders } from "./pg-readers.js";
 import { PgWriter } from "./pg-writer.js";
+import { readOnly } from "./pg-store.js";
+import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
 
 /**
  * The daemon's PostgreSQL engine: one writer connection (group commit) and `readers` reader
@@ -17,12 +19,15 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
   const readerPool = openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
   try {
     const writable = await openPgDatabase(writerPool);
-    if (!writable) resolved.log("the database was written by a newer sessiondb: serving it read-only");
+    const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);
     return {
       engine: "postgres",
       writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable }),
       readers: new PgReaders(readerPool, resolved.readers),
       stopHousekeeping: () => undefined,
+      readOnly: !writable,
+      fileSchemaVersion,
+      readOnlyError: () => readOnly(),
       description: `PostgreSQL, ${resolved.readers} reader connections`,
     };
   } catch (err) {

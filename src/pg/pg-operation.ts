@@ -5,7 +5,7 @@
  * caller (direct mode, or the daemon's writer with a savepoint per request).
  */
 import type { OpName, ResultOf } from "../operation-catalogue.js";
-import type { Page } from "../engine/operation.js";
+import type { Page } from "../engine/define-operation.js";
 import type { operations } from "../engine/operations.js";
 import type { PgQueryable } from "./pg-connection.js";
 

@@ -5,7 +5,7 @@
  * several hosts starting at once migrate the database once.
  */
 import { SessionDBError } from "../errors.js";
-import type { PgClient } from "./pg-connection.js";
+import type { PgClient, PgPool } from "./pg-connection.js";
 
 /**
  * The text a message is indexed as: ASCII punctuation (and `_`) becomes a space, so words split
@@ -116,6 +116,16 @@ export async function ensurePgSchema(client: PgClient): Promise<boolean> {
   } catch (err) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw err;
+  }
+}
+
+/** The database's schema version (0 before sessiondb made its tables). */
+export async function pgSchemaVersion(pool: PgPool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    return await schemaVersion(client);
+  } finally {
+    client.release();
   }
 }
 

@@ -1,10 +1,9 @@
 import { SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
 import { parseOperation } from "../engine/operations.js";
-import type { OpName } from "../operation-catalogue.js";
+import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
 import { parseCall, WriteQueue } from "../direct/write-queue.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 import { openPgPool, type PgPool } from "./pg-connection.js";
 import { toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation, runPgPage } from "./pg-operations.js";
@@ -19,9 +18,10 @@ const DIRECT_POOL_SIZE = 4;
  * one transaction, retried on serialization failure and deadlock; writes from one handle keep
  * their order; reads run at once on their own connections.
  */
-export class PgStore implements SessionDB {
+export class PgStore extends Store {
   readonly mode = "direct" as const;
   readonly engine = "postgres" as const;
+  readonly daemon = null;
   readonly #options: ResolvedOptions;
   readonly #pool: PgPool;
   readonly #writable: boolean;
@@ -29,6 +29,7 @@ export class PgStore implements SessionDB {
   #closed: Promise<void> | null = null;
 
   private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
+    super(options.files);
     this.#pool = pool;
     this.#options = options;
     this.#writable = writable;
@@ -45,21 +46,29 @@ export class PgStore implements SessionDB {
     }
   }
 
-  async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     this.#checkOpen();
     const { kind, params } = parseCall(name, args);
-    if (kind === "read") return runPgOperation(this.#pool, name, params).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+    // The engine's table returns what the catalogue says this operation returns.
+    if (kind === "read") {
+      return runPgOperation(this.#pool, name, params).then(
+        (result) => result as ResultOf<K>,
+        (err: unknown) => Promise.reject(toPgSessionDBError(err)),
+      );
+    }
     if (!this.#writable) throw readOnly();
-    return this.#writes.run(() => inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params)));
+    return this.#writes.run(
+      async () => (await inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params))) as ResultOf<K>,
+    );
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const params = parseOperation("exportAll", [opts]);
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
     let cursor: unknown = null;
     do {
       this.#checkOpen();
-      const page = await runPgPage(this.#pool, "exportAll", params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
-      yield* page.items as SessionExport[];
+      const page = await runPgPage(this.#pool, name, params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+      yield* page.items as Array<ResultOf<K>>;
       cursor = page.next;
     } while (cursor !== null);
   }
@@ -77,7 +86,3 @@ export class PgStore implements SessionDB {
 export function readOnly(): SessionDBError {
   return new SessionDBError("SCHEMA", "this PostgreSQL database was written by a newer sessiondb; it is open read-only");
 }
-
-export interface PgStore extends OperationMethods {}
-
-installOperationMethods(PgStore);

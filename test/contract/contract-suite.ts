@@ -9,6 +9,7 @@
 import { describe } from "node:test";
 import type { SessionDB } from "../../src/index.js";
 import { engineDifferencesContract } from "./engine-differences-contract.js";
+import { agreementContract } from "./agreement-contract.js";
 import { exportContract } from "./export-contract.js";
 import { importContract } from "./import-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
@@ -33,5 +34,6 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     removalContract(open);
     lifecycleContract(open);
     engineDifferencesContract(open);
+    agreementContract(open);
   });
 }

@@ -51,16 +51,12 @@ export function engineDifferencesContract(open: Opener): void {
       }
     });
 
-    test("token counts: SQLite keeps a fraction; PostgreSQL's BIGINT counters refuse one with INVALID_ARGUMENT", async (t) => {
+    test("token counts: no longer a difference — both engines refuse a fraction with INVALID_ARGUMENT", async (t) => {
+      // SQLite kept 1.5 before the hardening made every token count an integer within ±(2^53 − 1).
       const { db } = await fresh(t, open);
       await db.createSession("s", "cli");
-      if (db.engine === "sqlite") {
-        await db.updateTokenCounts("s", { inputTokens: 1.5 });
-        assert.equal((await db.getSession("s"))?.input_tokens, 1.5);
-      } else {
-        await expectCode(() => db.updateTokenCounts("s", { inputTokens: 1.5 }), "INVALID_ARGUMENT");
-        assert.equal((await db.getSession("s"))?.input_tokens, 0, "nothing was written");
-      }
+      await expectCode(() => db.updateTokenCounts("s", { inputTokens: 1.5 }), "INVALID_ARGUMENT");
+      assert.equal((await db.getSession("s"))?.input_tokens, 0, "nothing was written");
     });
   });
 }

@@ -17,11 +17,12 @@ async function stop(child: Child, running: Set<Child>): Promise<void> {
 }
 
 /**
- * An opener for `runContractSuite`, over a daemon per database. The handle's close() also stops
+ * An opener for `runContractSuite`, over a daemon per database, the handle opened in `mode` (which
+ * must find that daemon). The handle's close() also stops
  * the daemon once the client is closed; the stop is not awaited there (close() resolves as the
  * client's does): the file's `after` checks every exit.
  */
-export function daemonOpener(): (location: string) => Promise<SessionDB> {
+export function daemonOpener(mode: "daemon" | "auto" = "daemon"): (location: string) => Promise<SessionDB> {
   const running = new Set<Child>();
   const stops: Array<Promise<void>> = [];
 
@@ -52,7 +53,7 @@ export function daemonOpener(): (location: string) => Promise<SessionDB> {
     running.add(child);
     try {
       await waitUntilServing(child, defaultSocketPath(location));
-      const db = await openSessionDB({ path: location, mode: "daemon" });
+      const db = await openSessionDB({ path: location, mode });
       if (db.mode !== "daemon") throw new Error(`opened in ${db.mode} mode`);
       // Once a read was answered the reader has its connection open, so the daemon no longer
       // needs the directory the fixture removes right after close().

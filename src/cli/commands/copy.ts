@@ -16,7 +16,8 @@ import type { SessionDB, SessionExport } from "../../session-db.js";
 import { databaseIdentity, realDatabasePath } from "../../socket-path.js";
 import { CliError } from "../cli-error.js";
 import { plural } from "../format.js";
-import { importSessions } from "../import.js";
+import { importSessions } from "../import-sessions.js";
+import { checkDatabaseFile } from "../database-file.js";
 import { globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
@@ -49,8 +50,11 @@ export function registerCopy(program: Command): void {
       const to = realDatabasePath(opts.to);
       if (databaseIdentity(from) === databaseIdentity(to)) throw new SessionDBError("INVALID_ARGUMENT", "--from and --to name the same database");
       if (!isPostgresUrl(from) && !existsSync(from)) throw new CliError("NOT_FOUND", `no database at ${from} to copy from`);
+      // Files that are not ours are refused before SQLite opens them, as by every other command.
+      if (!isPostgresUrl(from)) checkDatabaseFile(from);
+      if (!isPostgresUrl(to) && existsSync(to)) checkDatabaseFile(to);
       const mode = globals.direct === true ? "direct" : "auto";
-      const source = await openSessionDB({ path: from, mode });
+      const source = await openSessionDB({ path: from, mode, create: false });
       try {
         const destination = await openSessionDB({ path: to, mode });
         try {

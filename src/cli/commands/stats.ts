@@ -36,7 +36,7 @@ export function registerStats(program: Command): void {
         const report: StatsReport = {
           database: databaseIdentity(path),
           fileBytes: fileSize(path),
-          walBytes: fileSize(`${path}-wal`),
+          walBytes: fileSize(db.files.wal),
           sessions: await db.sessionCount(),
           messages: await db.messageCount(),
           sources: await db.sourceCounts(),

@@ -4,9 +4,8 @@ import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
 import { isPostgresUrl } from "../../pg/pg-url.js";
 import type { Engine } from "../../session-db.js";
-import { databaseIdentity, defaultSocketPath } from "../../socket-path.js";
 import { duration, plural, size } from "../format.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -31,17 +30,17 @@ export function registerStatus(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const path = databasePath(globals);
-      const socket = defaultSocketPath(path);
-      const client = await connectDaemon(path);
+      // `db`: the real path of a file, or a PostgreSQL URL without its password.
+      const { db: path, socket } = filesOf(globals);
+      const client = await connectDaemon(globals);
       let daemon: DaemonStats | null = null;
       try {
-        if (client !== null) daemon = await client.stats();
+        if (client !== null) daemon = await client.daemon.stats();
       } finally {
-        await client?.close();
+        await client?.db.close();
       }
       const report: StatusReport = {
-        database: databaseIdentity(path),
+        database: path,
         engine: isPostgresUrl(path) ? "postgres" : "sqlite",
         exists: isPostgresUrl(path) || existsSync(path),
         socket,
@@ -66,6 +65,11 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
         (r.engine === "sqlite" ? `, WAL ${size(d.walBytes)}` : ""),
     );
     out.line(`${c.bold("socket")}    ${d.socket}`);
+    if (d.readOnly) {
+      out.line(
+        `${c.bold("read-only")} ${c.yellow(`the file has schema version ${d.fileSchemaVersion}`)} (newer than this sessiondb's 6): reads work, writes fail with SCHEMA`,
+      );
+    }
   }
   let route = "open the file directly";
   if (r.route === "daemon") route = "go through the daemon";
