@@ -1,7 +1,8 @@
 import { DaemonClient } from "./client/daemon-client.js";
-import { DirectStore } from "./direct/direct-store.js";
+import { openDirect, type LocalStore } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
+import type { Engine } from "./session-db.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
 import type { DaemonControl } from "./protocol/control.js";
 import { Store } from "./store.js";
@@ -15,8 +16,8 @@ import { Store } from "./store.js";
  */
 export class AutoStore extends Store {
   readonly #options: ResolvedOptions;
-  #current: DaemonClient | DirectStore;
-  #failover: Promise<DirectStore> | null = null;
+  #current: DaemonClient | LocalStore;
+  #failover: Promise<LocalStore> | null = null;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
     super(options.files);
@@ -26,6 +27,11 @@ export class AutoStore extends Store {
 
   get mode(): "direct" | "daemon" {
     return this.#current.mode;
+  }
+
+  /** The database behind the daemon, or behind direct mode after a failover: the same one. */
+  get engine(): Engine {
+    return this.#current.engine;
   }
 
   /** The daemon's control while calls go to it; null once the handle has failed over. */
@@ -58,15 +64,15 @@ export class AutoStore extends Store {
    * The daemon while its connection lives, else direct mode. No await while the store stays the
    * same, so a call made before `close()` reaches the store before `close()` does.
    */
-  #usable(): DaemonClient | DirectStore | Promise<DirectStore> {
+  #usable(): DaemonClient | LocalStore | Promise<LocalStore> {
     const store = this.#current;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
 
-  #failOver(client: DaemonClient): Promise<DirectStore> {
+  #failOver(client: DaemonClient): Promise<LocalStore> {
     this.#failover ??= (async () => {
       await client.close();
-      const direct = DirectStore.open(this.#options);
+      const direct = await openDirect(this.#options);
       this.#current = direct;
       return direct;
     })();

@@ -219,10 +219,15 @@ export interface PruneOptions {
 
 export type Mode = "direct" | "daemon";
 
+/** The database behind a handle: a SQLite file, or a PostgreSQL database (a `postgres://` URL). */
+export type Engine = "sqlite" | "postgres";
+
 /** The session store. Every method is async; failures reject with `SessionDBError`. */
 export interface SessionDB {
   /** Which implementation serves this handle. */
   readonly mode: Mode;
+  /** Which database serves this handle, directly or through the daemon. */
+  readonly engine: Engine;
   /** The database's files (real path, WAL, socket…), resolved once when the handle opened. */
   readonly files: DatabaseFiles;
   /** The daemon's control ops while a daemon serves this handle, else null. */
@@ -303,7 +308,10 @@ export interface RetryOptions {
 }
 
 export interface OpenOptions {
-  /** Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
+  /**
+   * The database file, or a PostgreSQL database as a `postgres://` / `postgresql://` URL.
+   * Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`.
+   */
   path?: string;
   /** Default "auto": the daemon when one answers for this file, else direct. */
   mode?: "auto" | "daemon" | "direct";

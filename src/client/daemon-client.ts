@@ -9,6 +9,8 @@ import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { Store } from "../store.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
 import { argsForWire } from "./wire-args.js";
+import { databaseIdentity } from "../socket-path.js";
+import type { Engine } from "../session-db.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -107,7 +109,7 @@ export class DaemonClient extends Store implements DaemonControl {
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await this.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0, true)) as HelloResult;
-      if (hello.database !== options.path) {
+      if (hello.database !== databaseIdentity(options.path)) {
         throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
       this.server = hello;
@@ -116,6 +118,11 @@ export class DaemonClient extends Store implements DaemonControl {
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
       throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
     }
+  }
+
+  /** The database behind the daemon. */
+  get engine(): Engine {
+    return this.server.engine ?? "sqlite";
   }
 
   /** The handle's control of its daemon: this client itself. */

@@ -5,7 +5,7 @@ import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 
 export interface DaemonOptions {
-  /** The database file. Default as SPEC §2. */
+  /** The database file, or a PostgreSQL database's `postgres://` URL. Default as SPEC §2. */
   path?: string;
   /** Default: derived from the database path (SPEC §5). */
   socketPath?: string;
@@ -83,11 +83,12 @@ function positive(value: number | undefined, name: string, fallback: number): nu
 
 /** Every default applied and every value checked, once, where the options enter. */
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
-  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
+  const real = realDatabasePath(options.path ?? defaultDatabasePath());
+  const files = databaseFiles(real, options.socketPath);
   const synchronous = options.synchronous ?? "FULL";
   if (synchronous !== "FULL" && synchronous !== "NORMAL") throw invalidArgument("synchronous must be FULL or NORMAL");
   return {
-    path: files.db,
+    path: real,
     socketPath: files.socket,
     files,
     readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),

@@ -3,9 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
-import { newerSchemaError } from "../engine/database-file.js";
 import { makePrivateDir } from "../engine/private-files.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
 import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
@@ -14,13 +12,16 @@ import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
-import { WalGuard, walSize } from "./wal-guard.js";
+import { walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
 import { closeWhenIdle } from "./idle-exit.js";
-import { ReaderPool, type ReadRequester } from "./reader-pool.js";
+import type { ReadRequester } from "./reader-pool.js";
 import { RequestBudget } from "./request-budget.js";
 import { BodyPool } from "../protocol/body-pool.js";
-import { WriterClient } from "./writer-client.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
+import { startSqliteEngine } from "./sqlite-engine.js";
+import { startPgEngine } from "../pg/pg-daemon-engine.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
 
@@ -31,19 +32,20 @@ export type { DaemonOptions } from "./daemon-options.js";
 const LISTEN_BACKLOG = 4096;
 
 /**
- * The daemon (SPEC §5): one writer thread with group commit, a pool of reader threads, and the
- * Unix socket. `Daemon.start` returns once it is listening; `close()` drains and stops it.
+ * The daemon (SPEC §5): one writer with group commit, a pool of readers, and the Unix socket.
+ * The writer and readers are the engine's: threads over the SQLite file, or connections to
+ * PostgreSQL. `Daemon.start` returns once it is listening; `close()` drains and stops it.
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
   readonly #lock: InstanceLock;
-  readonly #writer: WriterClient;
-  readonly #readers: ReaderPool;
+  readonly #engine: DaemonEngine;
+  readonly #writer: DaemonWriter;
+  readonly #readers: DaemonReaders;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
-  readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
@@ -54,8 +56,10 @@ export class Daemon {
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, writer: WriterClient, readers: ReaderPool) {
+  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, engine: DaemonEngine) {
+    const { writer, readers } = engine;
     this.options = options;
+    this.#engine = engine;
     this.#lock = lock;
     this.#writer = writer;
     this.#readers = readers;
@@ -63,7 +67,8 @@ export class Daemon {
     // Half-open: a client that ends its side after its last request still gets every reply.
     this.#server = createServer({ allowHalfOpen: true }, (socket) => this.#accept(socket));
     this.#control = controlHandlers({
-      database: options.path,
+      database: options.files.db,
+      engine,
       faultInjection: options.faultInjection,
       writer,
       readers,
@@ -76,45 +81,28 @@ export class Daemon {
       for (const connection of this.#connections) connection.sweep(now);
     }, Math.min(1000, options.frameTimeoutMs / 2, options.idleConnectionTimeoutMs / 2));
     this.#sweeper.unref();
-    this.#walGuard = new WalGuard(options.files.wal, options.walLimitBytes, writer, readers, options.log);
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
-    makePrivateDir(dirname(resolved.path));
+    const postgres = isPostgresUrl(resolved.path);
+    if (!postgres) makePrivateDir(dirname(resolved.path));
     const lock = await acquireInstanceLock(resolved.files);
-    let writer: WriterClient | undefined;
-    let readers: ReaderPool | undefined;
+    let engine: DaemonEngine | undefined;
     try {
-      writer = await WriterClient.start({
-        path: resolved.path,
-        synchronous: resolved.synchronous,
-        maxBatch: resolved.maxBatch,
-        maxBatchMs: resolved.maxBatchMs,
-        yieldEveryMs: resolved.yieldEveryMs,
-        yieldMs: resolved.yieldMs,
-        walLimitBytes: resolved.walLimitBytes,
-        idleCheckpointMs: resolved.idleCheckpointMs,
-        faultInjection: resolved.faultInjection,
-      }, resolved.log);
-      readers = new ReaderPool(resolved.readers, {
-        path: resolved.path,
-        busyTimeoutMs: resolved.readerBusyTimeoutMs,
-        faultInjection: resolved.faultInjection,
-      }, resolved.log);
-      const daemon = new Daemon(resolved, lock, writer, readers);
+      engine = postgres ? await startPgEngine(resolved) : await startSqliteEngine(resolved);
+      const daemon = new Daemon(resolved, lock, engine);
       await daemon.#listen();
-      resolved.log(
-        `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
-      );
-      if (writer.newerVersion !== null) {
-        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
+      if (engine.readOnly) {
+        resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
       }
       if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
-      await writer?.close();
-      await readers?.close();
+      engine?.stopHousekeeping();
+      await engine?.writer.close();
+      await engine?.readers.close();
       lock.release();
       throw err;
     }
@@ -128,10 +116,11 @@ export class Daemon {
     return {
       pid: process.pid,
       version: VERSION,
-      database: this.options.path,
+      database: this.options.files.db,
+      engine: this.#engine.engine,
       socket: this.options.socketPath,
-      readOnly: this.#writer.newerVersion !== null,
-      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
+      readOnly: this.#engine.readOnly,
+      fileSchemaVersion: this.#engine.fileSchemaVersion,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -151,7 +140,7 @@ export class Daemon {
   async #shutdown(): Promise<void> {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
-    this.#walGuard.stop();
+    this.#engine.stopHousekeeping();
     clearInterval(this.#sweeper);
     const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const connection of this.#connections) connection.shutdown();
@@ -231,7 +220,7 @@ export class Daemon {
     const params = parseOperation(request.op, request.args);
     const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     if (kind === "write") {
-      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
+      if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }
     if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
