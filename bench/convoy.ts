@@ -134,45 +134,47 @@ export async function runConvoy(options: ConvoyOptions, log: (line: string) => v
     return reason === null;
   });
   for (const s of skipped) log(`convoy: skipping ${s.mode}: ${s.reason}`);
-  // One PostgreSQL server for the PostgreSQL modes, with its defaults (fsync, synchronous_commit=on).
-  const postgres = modes.some((m) => (MODES[m] as ModeSpec).engine === "postgres") ? PgServer.start({ durable: true }) : null;
-  try {
-    await postgres?.prepareTemplate();
-    return summarize(await runMatrix(options, modes, postgres, log), skipped, options.ks, options.fsyncDelaysMs);
-  } finally {
-    postgres?.stop();
-  }
+  return summarize(await runMatrix(options, modes, log), skipped, options.ks, options.fsyncDelaysMs);
 }
 
-async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], postgres: PgServer | null, log: (line: string) => void): Promise<ConvoyRun[]> {
+async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], log: (line: string) => void): Promise<ConvoyRun[]> {
   const runs: ConvoyRun[] = [];
   let index = 0;
+  const usesPostgres = modes.some((m) => (MODES[m] as ModeSpec).engine === "postgres");
   for (const fsyncDelayMs of options.fsyncDelaysMs) {
     await withFsyncDelay(options.fsyncLibrary, fsyncDelayMs, async () => {
-      for (let rep = 0; rep < options.reps; rep++) {
-        const cells = schedule(options.ks, modes, rep);
-        for (const [order, cell] of cells.entries()) {
-          index++;
-          const run = await runConvoyCell({
-            ...cell,
-            rep,
-            order,
-            fsyncDelayMs,
-            seconds: options.seconds,
-            synchronous: options.synchronous,
-            walLimitMb: options.walLimitMb,
-            dir: join(options.workDir, `convoy-${index}`),
-            socket: join(options.socketDir, `c${index}.sock`),
-            messagesFile: options.messagesFile,
-            postgres,
-          });
-          runs.push(run);
-          log(
-            `convoy fsync +${fsyncDelayMs} ms rep ${rep + 1}/${options.reps} K=${String(cell.k).padStart(2)} ${cell.mode.padEnd(16)} ` +
-              `${run.appendsPerS.toFixed(0).padStart(6)} appends/s  p99 ${run.latencyMs.p99.toFixed(1)} ms  ` +
-              `max ${run.latencyMs.max.toFixed(0)} ms  failures ${run.failures}  rows ${run.rows.exact ? "exact" : "MISMATCH"}`,
-          );
+      // One PostgreSQL server per fsync cost, started inside it so that its own fsyncs are delayed
+      // like every other process's; with its defaults (fsync, synchronous_commit=on).
+      const postgres = usesPostgres ? PgServer.start({ durable: true }) : null;
+      try {
+        await postgres?.prepareTemplate();
+        for (let rep = 0; rep < options.reps; rep++) {
+          const cells = schedule(options.ks, modes, rep);
+          for (const [order, cell] of cells.entries()) {
+            index++;
+            const run = await runConvoyCell({
+              ...cell,
+              rep,
+              order,
+              fsyncDelayMs,
+              seconds: options.seconds,
+              synchronous: options.synchronous,
+              walLimitMb: options.walLimitMb,
+              dir: join(options.workDir, `convoy-${index}`),
+              socket: join(options.socketDir, `c${index}.sock`),
+              messagesFile: options.messagesFile,
+              postgres,
+            });
+            runs.push(run);
+            log(
+              `convoy fsync +${fsyncDelayMs} ms rep ${rep + 1}/${options.reps} K=${String(cell.k).padStart(2)} ${cell.mode.padEnd(16)} ` +
+                `${run.appendsPerS.toFixed(0).padStart(6)} appends/s  p99 ${run.latencyMs.p99.toFixed(1)} ms  ` +
+                `max ${run.latencyMs.max.toFixed(0)} ms  failures ${run.failures}  rows ${run.rows.exact ? "exact" : "MISMATCH"}`,
+            );
+          }
         }
+      } finally {
+        postgres?.stop();
       }
     });
   }
