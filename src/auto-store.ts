@@ -1,4 +1,5 @@
 import { DaemonClient } from "./client/daemon-client.js";
+import { directOptions } from "./client/daemon-lookup.js";
 import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
@@ -56,7 +57,7 @@ export class AutoStore implements SessionDB {
   #failOver(client: DaemonClient): Promise<DirectStore> {
     this.#failover ??= (async () => {
       await client.close();
-      const direct = DirectStore.open(this.#options);
+      const direct = DirectStore.open(await directOptions(this.#options));
       this.#current = direct;
       return direct;
     })();

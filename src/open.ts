@@ -1,5 +1,5 @@
 import { AutoStore } from "./auto-store.js";
-import { DaemonClient } from "./client/daemon-client.js";
+import { directOptions, findDaemon } from "./client/daemon-lookup.js";
 import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
@@ -8,18 +8,18 @@ import type { OpenOptions, SessionDB } from "./session-db.js";
 /**
  * Opens the session store. Mode "direct" opens the file in this process; "daemon" talks to the
  * daemon serving the file (UNAVAILABLE when none answers); "auto" (the default) uses the daemon
- * when one answers for this file, else direct.
+ * when one answers for this file, else direct. Daemons are found as client/daemon-lookup.ts says.
  */
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    if (resolved.mode === "direct") return DirectStore.open(resolved);
-    if (resolved.mode === "daemon") return await DaemonClient.connect(resolved);
+    if (resolved.mode === "direct") return DirectStore.open(await directOptions(resolved));
+    if (resolved.mode === "daemon") return await findDaemon(resolved);
     try {
-      return new AutoStore(await DaemonClient.connect(resolved), resolved);
+      return new AutoStore(await findDaemon(resolved), resolved);
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
-      return DirectStore.open(resolved);
+      return DirectStore.open(await directOptions(resolved));
     }
   } catch (err) {
     throw toSessionDBError(err);

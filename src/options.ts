@@ -8,6 +8,8 @@ export interface ResolvedOptions {
   readonly path: string;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
+  /** No socket was given: a daemon may also be found by the file's identity (client/daemon-lookup.ts). */
+  readonly findByIdentity: boolean;
   readonly busyTimeoutMs: number;
   readonly retry: RetryPolicy;
   readonly checkpointEveryNWrites: number;
@@ -43,6 +45,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     path,
     mode,
     socketPath: options.socketPath ?? defaultSocketPath(path),
+    findByIdentity: options.socketPath === undefined,
     busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
     retry,
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),

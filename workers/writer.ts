@@ -13,6 +13,7 @@ import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../s
 import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
 import { runOperation } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
+import { stillServed } from "../src/file-identity.js";
 import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import type {
   CheckpointResult,
@@ -94,6 +95,14 @@ function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
 }
 
+/** The file was replaced (or removed) under the daemon: what was just committed went to the old one. */
+function replaced(): SessionDBError {
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `${config.path} was replaced or removed while the daemon had it open: this write went to the old file and is not in ${config.path}; the daemon is stopping, retry`,
+  );
+}
+
 /** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
 function dropExpired(jobs: WriteJob[]): WriteJob[] {
   const now = Date.now();
@@ -170,6 +179,7 @@ function runBatch(conn: Connection): boolean {
     try {
       tx.commit.run();
       committed = outcomes.filter((o) => o.ok).length;
+      if (!stillServed(config.path, config.identity)) outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));

@@ -8,6 +8,8 @@ import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { fileIdentity, sameFile } from "../file-identity.js";
+import { checkSocket, ForeignSocketError } from "./socket-trust.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -68,8 +70,13 @@ export class DaemonClient implements SessionDB {
     socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
   }
 
-  /** Connects and says hello; fails with UNAVAILABLE when no daemon for this file answers. */
-  static async connect(options: ResolvedOptions): Promise<DaemonClient> {
+  /**
+   * Connects to the daemon on `socketPath` (default: the options' socket) and says hello; fails
+   * with UNAVAILABLE when no daemon of this user serving this file answers there.
+   */
+  static async connect(options: ResolvedOptions, socketPath = options.socketPath): Promise<DaemonClient> {
+    const trust = checkSocket(socketPath);
+    if (!trust.ok) throw trust.foreign ? new ForeignSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason);
     // Replies are read into one buffer of the connection's own (`onread`), not a new one per read
     // through the stream machinery: a client making one call at a time wakes for every reply.
     let client: DaemonClient | null = null;
@@ -78,10 +85,10 @@ export class DaemonClient implements SessionDB {
       return true;
     } };
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ path: options.socketPath, onread });
+      const s = connect({ path: trust.connectPath, onread });
       const timer = setTimeout(() => {
         s.destroy();
-        reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
+        reject(unavailable(socketPath, `no answer within ${options.connectTimeoutMs} ms`));
       }, options.connectTimeoutMs);
       s.once("connect", () => {
         clearTimeout(timer);
@@ -89,22 +96,22 @@ export class DaemonClient implements SessionDB {
       });
       s.once("error", (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(unavailable(options.socketPath, err.code ?? err.message));
+        reject(unavailable(socketPath, err.code ?? err.message));
       });
-    });
+    }).finally(() => trust.release());
     client = new DaemonClient(socket, options);
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
-      if (hello.database !== options.path) {
-        throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
+      if (hello.database !== options.path && !sameFile(fileIdentity(hello.database), fileIdentity(options.path))) {
+        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
       }
       client.server = hello;
       return client;
     } catch (err) {
       socket.destroy();
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
-      throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
+      throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(socketPath, (err as Error).message);
     }
   }
 

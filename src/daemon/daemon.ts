@@ -1,5 +1,5 @@
-import { chmodSync, mkdirSync, unlinkSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { accessSync, closeSync, constants, mkdirSync, openSync } from "node:fs";
+import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
@@ -10,7 +10,11 @@ import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
+import { fileIdentity, type FileIdentity } from "../file-identity.js";
+import { identityLockPath, identitySocketPath, privateRuntimeDir } from "../socket-path.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
+import { DaemonSocket } from "./daemon-socket.js";
+import { FileWatch } from "./file-watch.js";
 import { WalGuard, walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
 import { ReaderPool } from "./reader-pool.js";
@@ -19,21 +23,18 @@ import { WriterClient } from "./writer-client.js";
 export type { DaemonOptions } from "./daemon-options.js";
 
 /**
- * Connections waiting to be accepted. A Unix socket refuses a connect past it at once (EAGAIN,
- * no retry), so a burst of clients starting together needs room; the kernel caps it at somaxconn.
- */
-const LISTEN_BACKLOG = 4096;
-
-/**
  * The daemon (SPEC §5): one writer thread with group commit, a pool of reader threads, and the
  * Unix socket. `Daemon.start` returns once it is listening; `close()` drains and stops it.
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
-  readonly #lock: InstanceLock;
+  readonly #locks: readonly InstanceLock[];
+  readonly #identity: FileIdentity;
   readonly #writer: WriterClient;
   readonly #readers: ReaderPool;
-  readonly #server: Server;
+  /** The socket of SPEC §5, then the identity socket (where clients opening another name look). */
+  #listening: DaemonSocket[] = [];
+  #fileWatch: FileWatch | null = null;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
@@ -45,13 +46,15 @@ export class Daemon {
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, writer: WriterClient, readers: ReaderPool) {
+  private constructor(
+    options: ResolvedDaemonOptions, locks: readonly InstanceLock[], identity: FileIdentity, writer: WriterClient, readers: ReaderPool,
+  ) {
     this.options = options;
-    this.#lock = lock;
+    this.#locks = locks;
+    this.#identity = identity;
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    this.#server = createServer((socket) => this.#accept(socket));
     this.#control = controlHandlers({
       database: options.path,
       faultInjection: options.faultInjection,
@@ -65,13 +68,19 @@ export class Daemon {
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
+    const { files } = resolved;
     mkdirSync(dirname(resolved.path), { recursive: true });
-    const lock = await acquireInstanceLock(resolved.files);
+    const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let writer: WriterClient | undefined;
     let readers: ReaderPool | undefined;
     try {
+      // Keyed by the file, not its name: a second daemon on a hard link of it must not start.
+      const identity = servableFile(files.db);
+      privateRuntimeDir();
+      locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
       writer = await WriterClient.start({
         path: resolved.path,
+        identity,
         synchronous: resolved.synchronous,
         maxBatch: resolved.maxBatch,
         maxBatchMs: resolved.maxBatchMs,
@@ -86,8 +95,13 @@ export class Daemon {
         busyTimeoutMs: resolved.readerBusyTimeoutMs,
         faultInjection: resolved.faultInjection,
       });
-      const daemon = new Daemon(resolved, lock, writer, readers);
-      await daemon.#listen();
+      const daemon = new Daemon(resolved, locks, identity, writer, readers);
+      try {
+        await daemon.#listen();
+      } catch (err) {
+        for (const socket of daemon.#listening) await socket.close();
+        throw err;
+      }
       resolved.log(
         `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
       );
@@ -95,7 +109,7 @@ export class Daemon {
     } catch (err) {
       await writer?.close();
       await readers?.close();
-      lock.release();
+      for (const lock of locks) lock.release();
       throw err;
     }
   }
@@ -130,44 +144,30 @@ export class Daemon {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
     this.#walGuard.stop();
-    const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#fileWatch?.stop();
+    const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
     for (const socket of this.#sockets) socket.destroy();
     await serverClosed;
     await this.#writer.close();
     await this.#readers.close();
-    try {
-      unlinkSync(this.options.socketPath);
-    } catch {
-      // already gone
-    }
-    this.#lock.release();
+    for (const lock of this.#locks) lock.release();
     log("stopped (checkpointed, socket removed)");
     this.#resolveClosed();
   }
 
   async #listen(): Promise<void> {
-    const { socketPath } = this.options;
-    // We hold the instance lock, so a socket file here is a dead daemon's: replace it.
-    try {
-      unlinkSync(socketPath);
-    } catch {
-      // none
+    const accept = (socket: Socket) => this.#accept(socket);
+    for (const path of [this.options.socketPath, identitySocketPath(this.#identity)]) {
+      this.#listening.push(await DaemonSocket.listen(path, accept));
     }
-    const previousUmask = process.umask(0o177);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        this.#server.once("error", reject);
-        this.#server.listen({ path: socketPath, backlog: LISTEN_BACKLOG }, () => {
-          this.#server.off("error", reject);
-          resolve();
-        });
-      });
-    } finally {
-      process.umask(previousUmask);
-    }
-    chmodSync(socketPath, 0o600);
+    this.#fileWatch = new FileWatch(this.options.path, this.#identity, () => {
+      this.options.log(
+        `${this.options.path} was replaced or removed: it no longer names the file this daemon serves; stopping (clients go on with the file now there)`,
+      );
+      void this.close();
+    });
   }
 
   #accept(socket: Socket): void {
@@ -229,6 +229,38 @@ export class Daemon {
     } while (cursor !== null && connection.open);
     return null;
   }
+}
+
+/**
+ * The identity of the database file, created (empty, 0600) if missing. `serve` needs to write the
+ * file and its directory (for `-wal` and `-shm`): it refuses a file it can only read, rather than
+ * start and fail every write.
+ */
+function servableFile(path: string): FileIdentity {
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw cannotServe(path, err);
+  }
+  for (const target of [path, dirname(path)]) {
+    try {
+      accessSync(target, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      throw cannotServe(target, err);
+    }
+  }
+  const identity = fileIdentity(path);
+  if (identity === null) throw new SessionDBError("IO", `${path} disappeared while the daemon was starting`);
+  return identity;
+}
+
+function cannotServe(path: string, err: unknown): SessionDBError {
+  const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+  return new SessionDBError(
+    "IO",
+    `cannot serve ${path}: this user (uid ${process.getuid?.() ?? "?"}) cannot write it (${reason}); the daemon needs to write the database and its directory, and does not start read-only (readers can open it with mode "direct")`,
+    { cause: err },
+  );
 }
 
 function memory(): DaemonStats["memory"] {

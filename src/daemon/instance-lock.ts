@@ -1,14 +1,15 @@
-import type { DatabaseFiles } from "../database-files.js";
-import { isBusyError, SessionDBError } from "../errors.js";
+import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs";
+import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import { openLockFile, type Connection } from "../engine/connection.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
+import { userName } from "../user-name.js";
 
 /**
- * One daemon per database. The lock is an exclusive SQLite lock on a small file beside the
- * database, held for the daemon's lifetime: the OS releases it when the process dies, even by
- * `kill -9`, so a crashed daemon never blocks the next one, and two daemons starting at the same
- * instant cannot both win.
+ * One daemon per database. The lock is an exclusive SQLite lock on a small file, held for the
+ * daemon's lifetime: the OS releases it when the process dies, even by `kill -9`, so a crashed
+ * daemon never blocks the next one, and two daemons starting at the same instant cannot both win.
+ * The daemon holds two: one beside the database's name, one under the file's identity.
  */
 export class InstanceLock {
   readonly path: string;
@@ -21,7 +22,13 @@ export class InstanceLock {
 
   /** Takes the lock file, or fails with UNAVAILABLE when another process holds it. */
   static acquire(path: string): InstanceLock {
-    const db = openLockFile(path);
+    prepareLockFile(path);
+    let db: Connection;
+    try {
+      db = openLockFile(path);
+    } catch (err) {
+      throw lockFileError(path, err);
+    }
     try {
       db.pragma("locking_mode = EXCLUSIVE");
       db.exec("BEGIN EXCLUSIVE");
@@ -33,9 +40,9 @@ export class InstanceLock {
     } catch (err) {
       db.close();
       if (isBusyError(err)) {
-        throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`);
+        throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`, { cause: err });
       }
-      throw err;
+      throw lockFileError(path, err);
     }
   }
 
@@ -44,23 +51,63 @@ export class InstanceLock {
   }
 }
 
-/** The instance lock, or an UNAVAILABLE error naming the daemon that already serves the file. */
-export async function acquireInstanceLock(files: DatabaseFiles): Promise<InstanceLock> {
+/**
+ * Creates the lock file exclusively and without following links, or checks the one there: root's
+ * daemon must never create or write a file wherever a planted symbolic link (or hard link) points.
+ * Its rollback journal is checked the same way.
+ */
+function prepareLockFile(path: string): void {
   try {
-    return InstanceLock.acquire(files.lock);
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
   } catch (err) {
-    if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE") throw err;
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw lockFileError(path, err);
+  }
+  for (const file of [path, `${path}-journal`]) {
+    const stat = lstatSync(file, { throwIfNoEntry: false });
+    if (stat === undefined || (stat.isFile() && stat.nlink === 1)) continue;
+    const what = stat.isSymbolicLink() ? `a symbolic link (to ${readlinkSync(file)})` : stat.isFile() ? "a file with several names (hard links)" : "not a regular file";
+    throw new SessionDBError("IO", `refusing ${file} as the daemon's lock file: it is ${what}; remove it if nobody planted it`);
+  }
+}
+
+/**
+ * A lock file that cannot be created or opened is an I/O failure naming it, never INTERNAL; one
+ * of another user's that this user may not open is that user's daemon's, and said so.
+ */
+function lockFileError(path: string, err: unknown): SessionDBError {
+  const me = process.getuid?.();
+  const owner = lstatSync(path, { throwIfNoEntry: false })?.uid;
+  if (me !== undefined && me !== 0 && owner !== undefined && owner !== me) {
+    return new SessionDBError(
+      "UNAVAILABLE",
+      `cannot take the daemon's lock file ${path}: it belongs to ${userName(owner)}, whose daemon serves (or served) this database; use their daemon, or --direct`,
+      { cause: err },
+    );
+  }
+  const e = toSessionDBError(err);
+  return new SessionDBError(e.code === "INTERNAL" ? "IO" : e.code, `cannot use the daemon's lock file ${path}: ${e.message}`, { cause: err });
+}
+
+/**
+ * The instance lock at `lockPath`, or an UNAVAILABLE error naming the daemon that already serves
+ * the file `database` (it listens on `socketPath`).
+ */
+export async function acquireInstanceLock(lockPath: string, socketPath: string, database: string): Promise<InstanceLock> {
+  try {
+    return InstanceLock.acquire(lockPath);
+  } catch (err) {
+    if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE" || !isBusyError(err.cause ?? err)) throw err;
     // The winner of a simultaneous start may not listen yet: ask for a moment.
     const until = Date.now() + 5000;
     let hello: HelloResult | null = null;
     while (hello === null && Date.now() < until) {
-      hello = await probeDaemon(files.socket, 500);
+      hello = await probeDaemon(socketPath, 500);
       if (hello === null) await new Promise((r) => setTimeout(r, 100));
     }
-    const who = hello === null ? "another sessiondb daemon" : `a sessiondb daemon (pid ${hello.pid})`;
-    throw new SessionDBError(
-      "UNAVAILABLE",
-      `${who} already serves ${files.db}${hello === null ? ` (it holds ${files.lock})` : ` on ${files.socket}`}`,
-    );
+    if (hello === null) {
+      throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon already serves ${database} (it holds ${lockPath})`);
+    }
+    const alias = hello.database === database ? "" : ` under another name, ${hello.database} (the same file)`;
+    throw new SessionDBError("UNAVAILABLE", `a sessiondb daemon (pid ${hello.pid}) already serves ${database}${alias} on ${socketPath}`);
   }
 }

@@ -36,8 +36,14 @@ export class Child {
   #exited = false;
   #listeners = new Set<() => void>();
 
-  constructor(command: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-    this.#process = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+  constructor(
+    command: string,
+    args: readonly string[],
+    options: { cwd?: string; env?: NodeJS.ProcessEnv; user?: { uid: number; gid: number } } = {},
+  ) {
+    this.#process = spawn(command, args, {
+      cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"], uid: options.user?.uid, gid: options.user?.gid,
+    });
     this.#process.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       this.#stdout += chunk;
       this.#notify();
