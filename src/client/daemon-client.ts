@@ -9,6 +9,7 @@ import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, Hello
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
 import { fileIdentity, sameFile } from "../file-identity.js";
+import { userName } from "../user-name.js";
 import { checkSocket, ForeignSocketError } from "./socket-trust.js";
 
 
@@ -96,7 +97,11 @@ export class DaemonClient implements SessionDB {
       });
       s.once("error", (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(unavailable(socketPath, err.code ?? err.message));
+        reject(
+          err.code === "EACCES"
+            ? new ForeignSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
+            : unavailable(socketPath, err.code ?? err.message),
+        );
       });
     }).finally(() => trust.release());
     client = new DaemonClient(socket, options);

@@ -17,13 +17,13 @@ const STICKY_BIT = 0o1000;
  * the check and the connect cannot redirect it; `release()` closes that descriptor.
  */
 export type SocketCheck =
-  | { readonly ok: true; readonly connectPath: string; release(): void }
+  | { readonly ok: true; readonly connectPath: string; readonly owner: number; release(): void }
   /** `foreign`: someone else's socket or directory, not merely no daemon. */
   | { readonly ok: false; readonly foreign: boolean; readonly reason: string };
 
 export function checkSocket(socketPath: string): SocketCheck {
   const me = process.getuid?.();
-  if (me === undefined) return { ok: true, connectPath: socketPath, release: () => undefined };
+  if (me === undefined) return { ok: true, connectPath: socketPath, owner: 0, release: () => undefined };
   const dir = dirname(socketPath);
   let fd: number;
   try {
@@ -59,7 +59,7 @@ function inspect(fd: number, me: number, socketPath: string): SocketCheck {
     return refuse(`its directory ${dir} is writable by other users and not sticky (mode ${(dirStat.mode & 0o7777).toString(8)}): anyone could replace the socket`);
   }
   const connectPath = Buffer.byteLength(viaFd) <= MAX_SOCKET_PATH_BYTES ? viaFd : socketPath;
-  return { ok: true, connectPath, release: () => closeSync(fd) };
+  return { ok: true, connectPath, owner: socket.uid, release: () => closeSync(fd) };
 }
 
 /**

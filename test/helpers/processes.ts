@@ -65,6 +65,11 @@ export class Child {
     return this.#process.pid;
   }
 
+  /** What it has printed so far. */
+  get stdout(): string {
+    return this.#stdout;
+  }
+
   /** Resolves once the child has printed a line equal to `line`; rejects if it exits first. */
   waitForLine(line: string): Promise<void> {
     return new Promise((resolve, reject) => {

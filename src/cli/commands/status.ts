@@ -1,10 +1,13 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
-import { SessionDBError } from "../../errors.js";
+import { SessionDBError, toSessionDBError } from "../../errors.js";
+import { DaemonClient } from "../../client/daemon-client.js";
+import { openSessionDB } from "../../open.js";
+import { ForeignSocketError } from "../../client/socket-trust.js";
 import { defaultSocketPath } from "../../socket-path.js";
 import { duration, plural, size } from "../format.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { databasePath, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -14,6 +17,8 @@ export interface StatusReport {
   socket: string;
   /** The daemon's `stats`, or null when no daemon answers for the file. */
   daemon: DaemonStats | null;
+  /** Why a socket found for the file was not used: another user's (or swappable by one). */
+  refused: string | null;
   /** The path other commands take with the same flags. */
   route: "daemon" | "direct";
 }
@@ -27,7 +32,7 @@ export function registerStatus(program: Command): void {
       const out = new Output(globals.json === true);
       const path = databasePath(globals);
       const socket = defaultSocketPath(path);
-      const client = await connectDaemon(path);
+      const { client, refused } = await daemonOrRefusal(path);
       let daemon: DaemonStats | null = null;
       try {
         if (client !== null) daemon = await client.stats();
@@ -35,17 +40,32 @@ export function registerStatus(program: Command): void {
         await client?.close();
       }
       const report: StatusReport = {
-        database: path, exists: existsSync(path), socket, daemon, route: daemon !== null && !globals.direct ? "daemon" : "direct",
+        database: path, exists: existsSync(path), socket, daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
       };
       out.result(report, () => printStatus(out, report, globals.direct === true));
-      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
+      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon of this user serves ${path}`);
     });
+}
+
+/** The daemon serving the file, or why the socket found is another user's (ForeignSocketError). */
+async function daemonOrRefusal(path: string): Promise<{ client: DaemonClient | null; refused: string | null }> {
+  try {
+    const db = await openSessionDB({ path, mode: "daemon" });
+    if (db instanceof DaemonClient) return { client: db, refused: null };
+    await db.close();
+  } catch (err) {
+    if (err instanceof ForeignSocketError) return { client: null, refused: err.message };
+    if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+  }
+  return { client: null, refused: null };
 }
 
 function printStatus(out: Output, r: StatusReport, direct: boolean): void {
   const { c } = out;
   out.line(`${c.bold("database")}  ${r.database}${r.exists ? "" : c.dim(" (does not exist yet)")}`);
-  if (r.daemon === null) {
+  if (r.daemon === null && r.refused !== null) {
+    out.line(`${c.bold("daemon")}    ${c.yellow("not this user's")}: ${r.refused}`);
+  } else if (r.daemon === null) {
     out.line(`${c.bold("daemon")}    ${c.yellow("none")} answers on ${r.socket}`);
   } else {
     const d = r.daemon;
