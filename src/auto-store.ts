@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { DaemonClient } from "./client/daemon-client.js";
 import { directOptions } from "./client/daemon-lookup.js";
 import { DirectStore } from "./direct/direct-store.js";
@@ -7,6 +8,8 @@ import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
 import { OPERATION_KINDS, type OpName } from "./operation-catalogue.js";
 import { installOperationMethods, type OperationMethods } from "./operation-methods.js";
 
+/** How long a failing-over handle waits for a stopping daemon to close the connection. */
+const DAEMON_RELEASE_MS = 15_000;
 
 /**
  * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
@@ -56,6 +59,10 @@ export class AutoStore implements SessionDB {
 
   #failOver(client: DaemonClient): Promise<DirectStore> {
     this.#failover ??= (async () => {
+      // A daemon that answered UNAVAILABLE is stopping: let it release the file first. If the file
+      // was replaced, it still holds the old file's WAL under this name, and opening the new file
+      // beside that WAL would read and write the wrong pages.
+      await Promise.race([client.hungUp, sleep(DAEMON_RELEASE_MS, undefined, { ref: false })]);
       await client.close();
       const direct = DirectStore.open(await directOptions(this.#options));
       this.#current = direct;

@@ -46,6 +46,8 @@ let busySince: number | null = null;
  * to copy it into the database.
  */
 let reclaimWal = false;
+/** Set once a commit found the path naming another file: nothing more is applied to the old one. */
+let fileReplaced = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
 
@@ -99,7 +101,7 @@ function fail(job: WriteJob, err: unknown): WriteOutcome {
 function replaced(): SessionDBError {
   return new SessionDBError(
     "UNAVAILABLE",
-    `${config.path} was replaced or removed while the daemon had it open: this write went to the old file and is not in ${config.path}; the daemon is stopping, retry`,
+    `${config.path} was replaced or removed while the daemon had it open: this write is not in ${config.path} (at most it went to the old file); the daemon is stopping, retry`,
   );
 }
 
@@ -155,6 +157,10 @@ function apply(conn: Connection, job: WriteJob): WriteOutcome {
 
 /** One group commit. False when another process holds the write lock (the jobs stay queued). */
 function runBatch(conn: Connection): boolean {
+  if (fileReplaced) {
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, replaced())) });
+    return true;
+  }
   const live = dropExpired(queue.splice(0, config.maxBatch));
   let jobs = acquireLock(live);
   if (jobs === null) {
@@ -179,7 +185,10 @@ function runBatch(conn: Connection): boolean {
     try {
       tx.commit.run();
       committed = outcomes.filter((o) => o.ok).length;
-      if (!stillServed(config.path, config.identity)) outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+      if (!stillServed(config.path, config.identity)) {
+        fileReplaced = true;
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+      }
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));

@@ -2,7 +2,8 @@ import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
 
 /**
  * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT or a `shutdown`
- * request, then drains queued writes, checkpoints and exits 0.
+ * request, then drains queued writes, checkpoints and exits 0; exits 1 when the database file was
+ * replaced or removed under it (so a supervisor restarts it on the file now there).
  */
 export async function serve(options: DaemonOptions): Promise<void> {
   const daemon = await Daemon.start(options);
@@ -13,4 +14,5 @@ export async function serve(options: DaemonOptions): Promise<void> {
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
   await daemon.closed;
+  if (daemon.fileReplaced) process.exitCode = 1;
 }

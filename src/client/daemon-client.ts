@@ -60,6 +60,8 @@ export class DaemonClient implements SessionDB {
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
   server!: HelloResult;
+  /** Resolves when the connection has closed, whichever side closed it. */
+  readonly hungUp: Promise<void>;
 
   private constructor(socket: Socket, options: ResolvedOptions) {
     this.#socket = socket;
@@ -68,6 +70,7 @@ export class DaemonClient implements SessionDB {
     socket.on("error", () => {
       // "close" follows and fails whatever is pending
     });
+    this.hungUp = new Promise((resolve) => socket.once("close", () => resolve()));
     socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
   }
 

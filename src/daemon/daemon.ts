@@ -41,6 +41,7 @@ export class Daemon {
   readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
+  #fileReplaced = false;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
@@ -114,6 +115,11 @@ export class Daemon {
     }
   }
 
+  /** True once the daemon stopped because its file was replaced or removed (a failure: `serve` exits 1). */
+  get fileReplaced(): boolean {
+    return this.#fileReplaced;
+  }
+
   get socketPath(): string {
     return this.options.socketPath;
   }
@@ -145,16 +151,26 @@ export class Daemon {
     log("shutting down: no new connections; finishing queued requests");
     this.#walGuard.stop();
     this.#fileWatch?.stop();
+    // A replaced file is released before clients go: until the writer and readers close, the old
+    // file's WAL is live under the database's name, and a client opening the new file directly
+    // would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait for the hang-up.
+    const releaseFirst = this.#fileReplaced;
+    if (releaseFirst) await this.#release();
     const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
     for (const socket of this.#sockets) socket.destroy();
     await serverClosed;
-    await this.#writer.close();
-    await this.#readers.close();
+    if (!releaseFirst) await this.#release();
     for (const lock of this.#locks) lock.release();
     log("stopped (checkpointed, socket removed)");
     this.#resolveClosed();
+  }
+
+  /** Lets queued writes finish, checkpoints and closes every connection to the file. */
+  async #release(): Promise<void> {
+    await this.#writer.close();
+    await this.#readers.close();
   }
 
   async #listen(): Promise<void> {
@@ -163,6 +179,7 @@ export class Daemon {
       this.#listening.push(await DaemonSocket.listen(path, accept));
     }
     this.#fileWatch = new FileWatch(this.options.path, this.#identity, () => {
+      this.#fileReplaced = true;
       this.options.log(
         `${this.options.path} was replaced or removed: it no longer names the file this daemon serves; stopping (clients go on with the file now there)`,
       );
