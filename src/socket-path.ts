@@ -27,7 +27,7 @@ export function realDatabasePath(path: string): string {
 }
 
 /** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
-const MAX_SOCKET_PATH_BYTES = 107;
+export const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * The daemon's socket for a database (SPEC §5), computed the same way by daemon and clients:

@@ -5,7 +5,10 @@
  * code (`IO` naming the path), also when another user's daemon is in the way.
  */
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, symlinkSync, writeFileSync, writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { freshDbPath, shortTempDir, startDaemon } from "./helpers/daemon.js";
@@ -93,4 +96,33 @@ test("startup errors carry their real code: a directory or a file serve cannot w
   assert.equal(readOnlyFile.code, 1);
   assert.match(readOnlyFile.stderr, /^error IO: cannot serve .*shared\/state\.db: this user \(uid 65534\) cannot write it \(EACCES\); .*does not start read-only/m);
   assert.doesNotMatch(readOnlyFile.stderr, /INTERNAL/);
+});
+
+test("a full disk at startup is IO naming the file that could not be written, never INTERNAL", async (t) => {
+  if (!isRoot) {
+    t.skip("needs root to mount a small tmpfs that plays the full disk");
+    return;
+  }
+  const mountPoint = shortTempDir(t);
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint]);
+  if (mounted.status !== 0) {
+    t.skip(`mount -t tmpfs is not permitted here: ${mounted.stderr.toString().trim()}`);
+    return;
+  }
+  // Unmounted before the temp dir is removed, whatever happens.
+  try {
+    const filler = openSync(join(mountPoint, "filler"), "w");
+    try {
+      for (;;) writeSync(filler, Buffer.alloc(4096));
+    } catch (err) {
+      assert.equal((err as NodeJS.ErrnoException).code, "ENOSPC");
+    } finally {
+      closeSync(filler);
+    }
+    const result = await serveExpectingRefusal(t, join(mountPoint, "state.db"));
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^error IO: .*state\.db\.daemon-lock.*disk is full/m);
+  } finally {
+    spawnSync("umount", [mountPoint]);
+  }
 });

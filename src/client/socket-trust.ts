@@ -1,10 +1,9 @@
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
+import { MAX_SOCKET_PATH_BYTES } from "../socket-path.js";
 import { userName } from "../user-name.js";
 
-/** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
-const MAX_SOCKET_PATH_BYTES = 107;
 /** Where a directory opened by this process can be named without looking its path up again. */
 const FD_DIR = "/proc/self/fd";
 /** S_ISVTX: in a sticky directory only a file's owner may remove or rename it. */

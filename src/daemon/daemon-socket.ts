@@ -3,6 +3,7 @@ import { chmodSync, linkSync, lstatSync, unlinkSync, type Stats } from "node:fs"
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { SessionDBError } from "../errors.js";
+import { MAX_SOCKET_PATH_BYTES } from "../socket-path.js";
 import { userName } from "../user-name.js";
 import { probeDaemon } from "../protocol/probe.js";
 
@@ -11,8 +12,6 @@ import { probeDaemon } from "../protocol/probe.js";
  * no retry), so a burst of clients starting together needs room; the kernel caps it at somaxconn.
  */
 const LISTEN_BACKLOG = 4096;
-/** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
-const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * One Unix socket the daemon listens on (SPEC §5). It claims its path first: free, or a stale
@@ -68,8 +67,12 @@ export class DaemonSocket {
   /** Stops accepting and removes the socket file if it is still ours; resolves once every connection has ended. */
   close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
-    const now = lstatSync(this.path, { throwIfNoEntry: false });
-    if (now !== undefined && now.dev === this.#made.dev && now.ino === this.#made.ino) unlinkSync(this.path);
+    try {
+      const now = lstatSync(this.path, { throwIfNoEntry: false });
+      if (now !== undefined && now.dev === this.#made.dev && now.ino === this.#made.ino) unlinkSync(this.path);
+    } catch {
+      // its directory went away meanwhile: nothing of ours is left to remove
+    }
     return closed;
   }
 }

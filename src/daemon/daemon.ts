@@ -41,7 +41,8 @@ export class Daemon {
   readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
-  #fileReplaced = false;
+  /** Set when the path stopped naming the file served: the daemon stops. */
+  #fileLost: "replaced" | "removed" | null = null;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
@@ -90,6 +91,8 @@ export class Daemon {
         walLimitBytes: resolved.walLimitBytes,
         idleCheckpointMs: resolved.idleCheckpointMs,
         faultInjection: resolved.faultInjection,
+      }).catch((err: unknown) => {
+        throw namingThePath(err, resolved.path);
       });
       readers = new ReaderPool(resolved.readers, {
         path: resolved.path,
@@ -115,9 +118,9 @@ export class Daemon {
     }
   }
 
-  /** True once the daemon stopped because its file was replaced or removed (a failure: `serve` exits 1). */
+  /** True once the daemon stopped because another file took its file's path (a failure: `serve` exits 1). */
   get fileReplaced(): boolean {
-    return this.#fileReplaced;
+    return this.#fileLost === "replaced";
   }
 
   get socketPath(): string {
@@ -151,10 +154,10 @@ export class Daemon {
     log("shutting down: no new connections; finishing queued requests");
     this.#walGuard.stop();
     this.#fileWatch?.stop();
-    // A replaced file is released before clients go: until the writer and readers close, the old
+    // A replaced (or removed) file is released before clients go: until the writer and readers close, the old
     // file's WAL is live under the database's name, and a client opening the new file directly
     // would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait for the hang-up.
-    const releaseFirst = this.#fileReplaced;
+    const releaseFirst = this.#fileLost !== null;
     if (releaseFirst) await this.#release();
     const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
     for (const connection of this.#connections) connection.shutdown();
@@ -178,10 +181,12 @@ export class Daemon {
     for (const path of [this.options.socketPath, identitySocketPath(this.#identity)]) {
       this.#listening.push(await DaemonSocket.listen(path, accept));
     }
-    this.#fileWatch = new FileWatch(this.options.path, this.#identity, () => {
-      this.#fileReplaced = true;
+    this.#fileWatch = new FileWatch(this.options.path, this.#identity, (how) => {
+      this.#fileLost = how;
       this.options.log(
-        `${this.options.path} was replaced or removed: it no longer names the file this daemon serves; stopping (clients go on with the file now there)`,
+        how === "replaced"
+          ? `${this.options.path} was replaced: it no longer names the file this daemon serves; stopping (clients go on with the file now there)`
+          : `${this.options.path} was removed; stopping`,
       );
       void this.close();
     });
@@ -269,6 +274,12 @@ function servableFile(path: string): FileIdentity {
   const identity = fileIdentity(path);
   if (identity === null) throw new SessionDBError("IO", `${path} disappeared while the daemon was starting`);
   return identity;
+}
+
+/** An I/O failure opening the database (a full disk, a damaged file) says which file. */
+function namingThePath(err: unknown, path: string): unknown {
+  if (!(err instanceof SessionDBError) || (err.code !== "IO" && err.code !== "CORRUPT") || err.message.includes(path)) return err;
+  return new SessionDBError(err.code, `${path}: ${err.message}`, { cause: err });
 }
 
 function cannotServe(path: string, err: unknown): SessionDBError {

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { stillServed, type FileIdentity } from "../file-identity.js";
 
 const CHECK_INTERVAL_MS = 100;
@@ -11,11 +12,12 @@ const CHECK_INTERVAL_MS = 100;
 export class FileWatch {
   readonly #timer: NodeJS.Timeout;
 
-  constructor(path: string, served: FileIdentity, onReplaced: () => void) {
+  /** `onLost` learns whether another file is at the path now ("replaced") or none ("removed"). */
+  constructor(path: string, served: FileIdentity, onLost: (how: "replaced" | "removed") => void) {
     this.#timer = setInterval(() => {
       if (stillServed(path, served)) return;
       this.stop();
-      onReplaced();
+      onLost(existsSync(path) ? "replaced" : "removed");
     }, CHECK_INTERVAL_MS);
     this.#timer.unref();
   }

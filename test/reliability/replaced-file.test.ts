@@ -60,7 +60,7 @@ test("mv backup.db state.db under a running daemon: the daemon stops, and every 
     daemon.child.done,
     sleep(EXIT_LIMIT_MS).then(() => assert.fail(`the daemon still served the replaced file ${EXIT_LIMIT_MS} ms after the swap`)),
   ]);
-  assert.match(exited.stderr, /state\.db was replaced or removed: it no longer names the file this daemon serves; stopping/);
+  assert.match(exited.stderr, /state\.db was replaced: it no longer names the file this daemon serves; stopping/);
   assert.notEqual(exited.code, 0, "a daemon that lost its file exits non-zero, so a supervisor restarts it");
   const file = checkFile(dbPath);
   assert.equal(file.integrity, "ok");

@@ -43,7 +43,7 @@ export function registerStatus(program: Command): void {
         database: path, exists: existsSync(path), socket, daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
       };
       out.result(report, () => printStatus(out, report, globals.direct === true));
-      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon of this user serves ${path}`);
+      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
     });
 }
 
