@@ -27,11 +27,14 @@ export function identityName(id: FileIdentity): string {
   return `inode-${id.dev}-${id.ino}`;
 }
 
-/** Whether `path` still names the file `served` (false when it cannot tell). */
+/**
+ * Whether `path` still names the file `served`. When it cannot tell (the directory became
+ * unreadable), yes: nothing says another file took the name, and stopping would only disturb.
+ */
 export function stillServed(path: string, served: FileIdentity): boolean {
   try {
     return sameFile(fileIdentity(path), served);
-  } catch {
-    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== "ENOTDIR";
   }
 }
