@@ -154,9 +154,10 @@ export class Daemon {
     log("shutting down: no new connections; finishing queued requests");
     this.#walGuard.stop();
     this.#fileWatch?.stop();
-    // A replaced (or removed) file is released before clients go: until the writer and readers close, the old
-    // file's WAL is live under the database's name, and a client opening the new file directly
-    // would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait for the hang-up.
+    // A replaced (or removed) file is released before clients go: until the writer and readers
+    // close, the old file's WAL is live under the database's name, and a client opening the new
+    // file directly would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait
+    // for the hang-up.
     const releaseFirst = this.#fileLost !== null;
     if (releaseFirst) await this.#release();
     const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
