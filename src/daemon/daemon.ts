@@ -28,6 +28,7 @@ export type { DaemonOptions } from "./daemon-options.js";
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
+  /** The lock beside the database's name, then the one under its identity. Release is idempotent. */
   readonly #locks: readonly InstanceLock[];
   readonly #identity: FileIdentity;
   readonly #writer: WriterClient;
@@ -161,6 +162,9 @@ export class Daemon {
     const releaseFirst = this.#fileLost !== null;
     if (releaseFirst) await this.#release();
     const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
+    // Once the file is closed and the identity socket gone, its inode number may be reused by a
+    // new file at once: the identity lock must not outlive them (locks[1], see start()).
+    if (releaseFirst) this.#locks[1]?.release();
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
     for (const socket of this.#sockets) socket.destroy();
