@@ -28,6 +28,8 @@ export interface ResolvedBenchOptions {
   cacheDir: string;
   /** Null: a fresh temporary directory, removed afterwards. */
   workDir: string | null;
+  /** The convoy matrix runs once per value: every process's fsync delayed this many ms (0: the disk as it is). */
+  fsyncDelaysMs: number[];
 }
 
 export interface BenchResult {

@@ -44,28 +44,43 @@ function chart(name: string, title: string, result: BenchResult, body: Record<st
   };
 }
 
+/** How a chart or table names an fsync delay. */
+export function fsyncLabel(ms: number): string {
+  return ms === 0 ? "fsync native" : `fsync +${ms} ms`;
+}
+
+/** One panel per fsync delay, side by side, in the order they ran. */
+function fsyncColumn(result: BenchResult) {
+  return { field: "fsync", type: "nominal", title: null, sort: result.convoy.fsyncDelaysMs.map(fsyncLabel) } as const;
+}
+
 function throughputChart(result: BenchResult): Chart | null {
   const rows = result.convoy.summary
     .filter((c) => MODES[c.mode].clients === "k" && c.appendsPerS !== null)
-    .map((c) => ({ mode: c.mode, k: c.k, median: c.appendsPerS!.median, min: c.appendsPerS!.min, max: c.appendsPerS!.max }));
+    .map((c) => ({ kind: "k", fsync: fsyncLabel(c.fsyncDelayMs), mode: c.mode, k: c.k, median: c.appendsPerS!.median, min: c.appendsPerS!.min, max: c.appendsPerS!.max }));
   const single = result.convoy.summary
     .filter((c) => MODES[c.mode].clients === "one" && c.appendsPerS !== null)
-    .map((c) => ({ mode: c.mode, median: c.appendsPerS!.median, label: `${c.mode} ${c.appendsPerS!.median.toFixed(0)}/s` }));
+    .map((c) => ({ kind: "one", fsync: fsyncLabel(c.fsyncDelayMs), mode: c.mode, median: c.appendsPerS!.median, label: `${c.mode} ${c.appendsPerS!.median.toFixed(0)}/s` }));
   if (rows.length === 0 && single.length === 0) return null;
   const x = { field: "k", type: "ordinal", title: "K client processes", axis: { labelAngle: 0 } } as const;
-  return chart("throughput", "Appends per second vs K (median, bars: range over repetitions)", result, {
-    width: 520,
-    height: 320,
-    layer: [
-      { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y: { field: "median", type: "quantitative", title: "appends/s" }, color: modeColor } },
-      { data: { values: rows }, mark: "rule", encoding: { x, y: { field: "min", type: "quantitative" }, y2: { field: "max" }, color: modeColor } },
-      { data: { values: single }, mark: { type: "rule", strokeDash: [6, 4] }, encoding: { y: { field: "median", type: "quantitative" }, color: modeColor } },
-      {
-        data: { values: single },
-        mark: { type: "text", align: "right", dy: -6, fontSize: 10 },
-        encoding: { y: { field: "median", type: "quantitative" }, x: { value: 515 }, text: { field: "label" }, color: modeColor },
-      },
-    ],
+  const only = (kind: string) => [{ filter: `datum.kind === '${kind}'` }];
+  return chart("throughput", "Appends per second vs K, per fsync cost (median, bars: range over repetitions)", result, {
+    data: { values: [...rows, ...single] },
+    facet: { column: fsyncColumn(result) },
+    spec: {
+      width: 360,
+      height: 320,
+      layer: [
+        { transform: only("k"), mark: { type: "line", point: true }, encoding: { x, y: { field: "median", type: "quantitative", title: "appends/s" }, color: modeColor } },
+        { transform: only("k"), mark: "rule", encoding: { x, y: { field: "min", type: "quantitative" }, y2: { field: "max" }, color: modeColor } },
+        { transform: only("one"), mark: { type: "rule", strokeDash: [6, 4] }, encoding: { y: { field: "median", type: "quantitative" }, color: modeColor } },
+        {
+          transform: only("one"),
+          mark: { type: "text", align: "right", dy: -6, fontSize: 10 },
+          encoding: { y: { field: "median", type: "quantitative" }, x: { value: 355 }, text: { field: "label" }, color: modeColor },
+        },
+      ],
+    },
   });
 }
 
@@ -73,17 +88,18 @@ function latencyChart(result: BenchResult): Chart | null {
   const rows = result.convoy.summary
     .filter((c) => MODES[c.mode].clients === "k")
     .flatMap((c) => [
-      { mode: c.mode, k: c.k, metric: "p99", ms: Math.max(c.p99?.median ?? 0, 0.01) },
-      { mode: c.mode, k: c.k, metric: "max", ms: Math.max(c.max?.median ?? 0, 0.01) },
+      { mode: c.mode, k: c.k, fsync: fsyncLabel(c.fsyncDelayMs), metric: "p99", ms: Math.max(c.p99?.median ?? 0, 0.01) },
+      { mode: c.mode, k: c.k, fsync: fsyncLabel(c.fsyncDelayMs), metric: "max", ms: Math.max(c.max?.median ?? 0, 0.01) },
     ]);
   if (rows.length === 0) return null;
-  return chart("latency", "Append latency vs K: p99 and max (median over repetitions, log scale)", result, {
+  return chart("latency", "Append latency vs K: p99 and max, per fsync cost (median over repetitions, log scale)", result, {
     data: { values: rows },
     mark: { type: "line", point: true },
     width: 300,
-    height: 300,
+    height: 260,
     encoding: {
       column: { field: "metric", type: "nominal", title: null, sort: ["p99", "max"] },
+      row: { ...fsyncColumn(result), header: { labelAngle: 0, labelAlign: "left" } },
       x: { field: "k", type: "ordinal", title: "K client processes", axis: { labelAngle: 0 } },
       y: { field: "ms", type: "quantitative", title: "latency (ms)", scale: { type: "log" } },
       color: modeColor,
@@ -101,7 +117,8 @@ function histogramChart(result: BenchResult): Chart | null {
     return counts.flatMap((n, i) => (n === 0 ? [] : [{ mode, label, lo: HISTOGRAM_EDGES_MS[i]!, hi: HISTOGRAM_EDGES_MS[i + 1]!, share: (100 * n) / total }]));
   });
   if (rows.length === 0) return null;
-  return chart("histogram", `Append latency distribution per mode at K=${histogramK} (share of appends per bin)`, result, {
+  const fsync = fsyncLabel(result.convoy.fsyncDelaysMs[0] ?? 0);
+  return chart("histogram", `Append latency distribution per mode at K=${histogramK}, ${fsync} (share of appends per bin)`, result, {
     data: { values: rows },
     mark: { type: "bar", stroke: null },
     width: 520,

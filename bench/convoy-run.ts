@@ -25,6 +25,8 @@ export interface ConvoyRunSpec {
   rep: number;
   /** Position of this run within its repetition. */
   order: number;
+  /** Milliseconds every process's fsync was delayed (set in the environment by the caller). */
+  fsyncDelayMs: number;
   seconds: number;
   synchronous: "FULL" | "NORMAL";
   walLimitMb: number | null;
@@ -62,12 +64,16 @@ export interface CpuFigures {
   clientsWaitShare: number | null;
   /** The same for the daemon's threads. */
   daemonWaitShare: number | null;
+  /** CPU microseconds the clients and the daemon spent per append (per call for daemon-ping);
+   *  null where the daemon's CPU time is unknown. */
+  usPerAppend: number | null;
 }
 
 export interface ConvoyRun {
   mode: ConvoyMode;
   k: number;
   clients: number;
+  fsyncDelayMs: number;
   rep: number;
   order: number;
   elapsedS: number;
@@ -181,6 +187,7 @@ function figures(spec: ConvoyRunSpec, reports: WriterReport[], rows: RowCheck, s
     mode: spec.mode,
     k: spec.k,
     clients: reports.length,
+    fsyncDelayMs: spec.fsyncDelayMs,
     rep: spec.rep,
     order: spec.order,
     elapsedS,
@@ -196,11 +203,11 @@ function figures(spec: ConvoyRunSpec, reports: WriterReport[], rows: RowCheck, s
     histogram: histogram(latencies),
     clientFigures,
     daemon: after === null || before === null ? null : daemonFigures(before, after),
-    cpu: cpuFigures(reports, start, end),
+    cpu: cpuFigures(reports, start, end, MODES[spec.mode].daemon),
   };
 }
 
-function cpuFigures(reports: WriterReport[], start: Readings, end: Readings): CpuFigures {
+function cpuFigures(reports: WriterReport[], start: Readings, end: Readings, hasDaemon: boolean): CpuFigures {
   const clientsS = reports.reduce((sum, r) => sum + r.cpuMs, 0) / 1000;
   const daemonS = start.daemonCpuMs === null || end.daemonCpuMs === null ? null : (end.daemonCpuMs - start.daemonCpuMs) / 1000;
   const machineBusy = busyShare(start.machine, end.machine);
@@ -210,7 +217,9 @@ function cpuFigures(reports: WriterReport[], start: Readings, end: Readings): Cp
   const clientsWaitShare = clientsSched.length === reports.length ? waitShare(clientsSched) : null;
   const daemonSched = schedDelta(start.daemonSched, end.daemonSched);
   const daemonWaitShare = daemonSched === null ? null : waitShare([daemonSched]);
-  return { clientsS, daemonS, machineBusy, otherCores, clientsWaitShare, daemonWaitShare };
+  const appends = reports.reduce((sum, r) => sum + r.appends, 0);
+  const usPerAppend = appends === 0 || (hasDaemon && daemonS === null) ? null : ((clientsS + (daemonS ?? 0)) * 1e6) / appends;
+  return { clientsS, daemonS, machineBusy, otherCores, clientsWaitShare, daemonWaitShare, usPerAppend };
 }
 
 function daemonFigures(before: DaemonStats, after: DaemonStats): DaemonFigures {

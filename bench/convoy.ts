@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { runConvoyCell, type ConvoyRun } from "./convoy-run.js";
+import { withFsyncDelay } from "./fsync-delay.js";
 import { MODES, type ConvoyMode } from "./modes.js";
 import { addHistograms, ratio, spread, type Spread } from "./stats.js";
 
@@ -19,11 +20,16 @@ export interface ConvoyOptions {
   workDir: string;
   socketDir: string;
   messagesFile: string;
+  /** The matrix runs once per value (ms added to every fsync); see fsync-delay.ts. */
+  fsyncDelaysMs: number[];
+  /** The preload library; null when every delay is 0. */
+  fsyncLibrary: string | null;
 }
 
 export interface ConvoyCellSummary {
   mode: ConvoyMode;
   k: number;
+  fsyncDelayMs: number;
   clients: number;
   reps: number;
   appendsPerS: Spread | null;
@@ -53,11 +59,14 @@ export interface ConvoyCellSummary {
   clientsWaitShare: Spread | null;
   /** The same for the daemon's threads. */
   daemonWaitShare: Spread | null;
+  /** CPU microseconds per append, clients and daemon together. */
+  cpuUsPerAppend: Spread | null;
 }
 
-/** daemon / jitter at one K, each ratio taken within a repetition. */
+/** daemon / jitter at one K and fsync delay, each ratio taken within a repetition. */
 export interface ConvoyRatio {
   k: number;
+  fsyncDelayMs: number;
   throughput: Spread | null;
   p99: Spread | null;
   max: Spread | null;
@@ -67,13 +76,33 @@ export interface ConvoyRatio {
   appendsVsPing: Spread | null;
 }
 
+/**
+ * Where a lone append's time goes through the daemon (K = 1, p50s of one run, medians over the
+ * repetitions), from what the bench measures anyway, so it costs the daemon nothing: the bare
+ * round trip (daemon-ping: client → socket, decode, reply, client), the SQL and the COMMIT inside
+ * the writer (its lock-hold and commit times), and the rest: the hops to the writer thread and
+ * back. p50s do not add up exactly; the rest absorbs the difference.
+ */
+export interface LoneAppend {
+  fsyncDelayMs: number;
+  appendMs: Spread | null;
+  roundTripMs: Spread | null;
+  sqlMs: Spread | null;
+  commitMs: Spread | null;
+  hopsMs: Spread | null;
+}
+
 export interface ConvoyResult {
   skipped: Array<{ mode: ConvoyMode; reason: string }>;
   runs: ConvoyRun[];
   summary: ConvoyCellSummary[];
   ratios: ConvoyRatio[];
-  /** daemon-pipelined / ceiling throughput, within each repetition. */
+  /** daemon-pipelined / ceiling throughput, within each repetition, at the first fsync delay. */
   pipelinedVsCeiling: Spread | null;
+  /** Per fsync delay, when the matrix ran daemon and daemon-ping at K = 1. */
+  loneAppend: LoneAppend[];
+  /** The fsync delays the matrix ran at; the histograms and issue 3's targets use the first. */
+  fsyncDelaysMs: number[];
   /** The K of the latency histograms (the largest run). */
   histogramK: number;
   histograms: Array<{ mode: ConvoyMode; counts: number[] }>;
@@ -106,63 +135,93 @@ export async function runConvoy(options: ConvoyOptions, log: (line: string) => v
   for (const s of skipped) log(`convoy: skipping ${s.mode}: ${s.reason}`);
   const runs: ConvoyRun[] = [];
   let index = 0;
-  for (let rep = 0; rep < options.reps; rep++) {
-    const cells = schedule(options.ks, modes, rep);
-    for (const [order, cell] of cells.entries()) {
-      index++;
-      const run = await runConvoyCell({
-        ...cell,
-        rep,
-        order,
-        seconds: options.seconds,
-        synchronous: options.synchronous,
-        walLimitMb: options.walLimitMb,
-        dir: join(options.workDir, `convoy-${index}`),
-        socket: join(options.socketDir, `c${index}.sock`),
-        messagesFile: options.messagesFile,
-      });
-      runs.push(run);
-      log(
-        `convoy rep ${rep + 1}/${options.reps} K=${String(cell.k).padStart(2)} ${cell.mode.padEnd(16)} ` +
-          `${run.appendsPerS.toFixed(0).padStart(6)} appends/s  p99 ${run.latencyMs.p99.toFixed(1)} ms  ` +
-          `max ${run.latencyMs.max.toFixed(0)} ms  failures ${run.failures}  rows ${run.rows.exact ? "exact" : "MISMATCH"}`,
-      );
-    }
+  for (const fsyncDelayMs of options.fsyncDelaysMs) {
+    await withFsyncDelay(options.fsyncLibrary, fsyncDelayMs, async () => {
+      for (let rep = 0; rep < options.reps; rep++) {
+        const cells = schedule(options.ks, modes, rep);
+        for (const [order, cell] of cells.entries()) {
+          index++;
+          const run = await runConvoyCell({
+            ...cell,
+            rep,
+            order,
+            fsyncDelayMs,
+            seconds: options.seconds,
+            synchronous: options.synchronous,
+            walLimitMb: options.walLimitMb,
+            dir: join(options.workDir, `convoy-${index}`),
+            socket: join(options.socketDir, `c${index}.sock`),
+            messagesFile: options.messagesFile,
+          });
+          runs.push(run);
+          log(
+            `convoy fsync +${fsyncDelayMs} ms rep ${rep + 1}/${options.reps} K=${String(cell.k).padStart(2)} ${cell.mode.padEnd(16)} ` +
+              `${run.appendsPerS.toFixed(0).padStart(6)} appends/s  p99 ${run.latencyMs.p99.toFixed(1)} ms  ` +
+              `max ${run.latencyMs.max.toFixed(0)} ms  failures ${run.failures}  rows ${run.rows.exact ? "exact" : "MISMATCH"}`,
+          );
+        }
+      }
+    });
   }
-  return summarize(runs, skipped, options.ks);
+  return summarize(runs, skipped, options.ks, options.fsyncDelaysMs);
 }
 
-function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: number[]): ConvoyResult {
+function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: number[], fsyncDelaysMs: number[]): ConvoyResult {
   const cells = new Map<string, ConvoyRun[]>();
   for (const run of runs) {
-    const key = `${run.mode}@${run.k}`;
+    const key = `${run.mode}@${run.k}+${run.fsyncDelayMs}`;
     cells.set(key, [...(cells.get(key) ?? []), run]);
   }
   const summary = [...cells.values()].map(summarizeCell);
-  const find = (mode: ConvoyMode, k: number, rep: number) => runs.find((r) => r.mode === mode && r.k === k && r.rep === rep);
+  const find = (mode: ConvoyMode, k: number, delay: number, rep: number) =>
+    runs.find((r) => r.mode === mode && r.k === k && r.fsyncDelayMs === delay && r.rep === rep);
   const reps = Math.max(0, ...runs.map((r) => r.rep + 1));
   const perRep = <T>(f: (rep: number) => T) => Array.from({ length: reps }, (_, rep) => f(rep));
-  const ratios = ks.map((k) => {
-    const runsOfRep = perRep((rep) => [find("daemon", k, rep), find("jitter", k, rep), find("daemon-ping", k, rep)] as const);
-    return {
-      k,
-      throughput: spread(runsOfRep.map(([d, j]) => ratio(d?.appendsPerS, j?.appendsPerS))),
-      p99: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.p99, j?.latencyMs.p99))),
-      max: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
-      pingThroughput: spread(runsOfRep.map(([, j, p]) => ratio(p?.appendsPerS, j?.appendsPerS))),
-      appendsVsPing: spread(runsOfRep.map(([d, , p]) => ratio(d?.appendsPerS, p?.appendsPerS))),
-    };
-  });
+  const ratios = fsyncDelaysMs.flatMap((delay) =>
+    ks.map((k) => {
+      const runsOfRep = perRep((rep) => [find("daemon", k, delay, rep), find("jitter", k, delay, rep), find("daemon-ping", k, delay, rep)] as const);
+      return {
+        k,
+        fsyncDelayMs: delay,
+        throughput: spread(runsOfRep.map(([d, j]) => ratio(d?.appendsPerS, j?.appendsPerS))),
+        p99: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.p99, j?.latencyMs.p99))),
+        max: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
+        pingThroughput: spread(runsOfRep.map(([, j, p]) => ratio(p?.appendsPerS, j?.appendsPerS))),
+        appendsVsPing: spread(runsOfRep.map(([d, , p]) => ratio(d?.appendsPerS, p?.appendsPerS))),
+      };
+    }),
+  );
+  const first = fsyncDelaysMs[0] ?? 0;
   const pipelinedVsCeiling = spread(
-    perRep((rep) => ratio(find("daemon-pipelined", 1, rep)?.appendsPerS, find("ceiling", 1, rep)?.appendsPerS)),
+    perRep((rep) => ratio(find("daemon-pipelined", 1, first, rep)?.appendsPerS, find("ceiling", 1, first, rep)?.appendsPerS)),
   );
   const histogramK = Math.max(...ks);
   const histogramModes = [...new Set(runs.map((r) => r.mode))];
   const histograms = histogramModes.map((mode) => {
     const k = MODES[mode].clients === "k" ? histogramK : 1;
-    return { mode, counts: addHistograms(runs.filter((r) => r.mode === mode && r.k === k).map((r) => r.histogram)) };
+    return { mode, counts: addHistograms(runs.filter((r) => r.mode === mode && r.k === k && r.fsyncDelayMs === first).map((r) => r.histogram)) };
   });
-  return { skipped, runs, summary, ratios, pipelinedVsCeiling, histogramK, histograms };
+  const loneAppend = fsyncDelaysMs.map((delay) => {
+    const pairs = perRep((rep) => [find("daemon", 1, delay, rep), find("daemon-ping", 1, delay, rep)] as const);
+    const parts = pairs.map(([append, ping]) => {
+      if (append?.daemon == null || ping === undefined) return null;
+      const commitMs = append.daemon.commitMs.p50;
+      const sqlMs = Math.max(0, append.daemon.lockHeldMs.p50 - commitMs);
+      const appendMs = append.latencyMs.p50;
+      const roundTripMs = ping.latencyMs.p50;
+      return { appendMs, roundTripMs, sqlMs, commitMs, hopsMs: appendMs - roundTripMs - sqlMs - commitMs };
+    });
+    const of = (f: (p: NonNullable<(typeof parts)[number]>) => number) => spread(parts.map((p) => (p === null ? null : f(p))));
+    return {
+      fsyncDelayMs: delay,
+      appendMs: of((p) => p.appendMs),
+      roundTripMs: of((p) => p.roundTripMs),
+      sqlMs: of((p) => p.sqlMs),
+      commitMs: of((p) => p.commitMs),
+      hopsMs: of((p) => p.hopsMs),
+    };
+  });
+  return { skipped, runs, summary, ratios, pipelinedVsCeiling, loneAppend: loneAppend.filter((l) => l.appendMs !== null), fsyncDelaysMs, histogramK, histograms };
 }
 
 function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
@@ -171,6 +230,7 @@ function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
   return {
     mode: first.mode,
     k: first.k,
+    fsyncDelayMs: first.fsyncDelayMs,
     clients: first.clients,
     reps: runs.length,
     appendsPerS: of((r) => r.appendsPerS),
@@ -191,5 +251,6 @@ function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
     otherCores: of((r) => r.cpu.otherCores),
     clientsWaitShare: of((r) => r.cpu.clientsWaitShare),
     daemonWaitShare: of((r) => r.cpu.daemonWaitShare),
+    cpuUsPerAppend: of((r) => r.cpu.usPerAppend),
   };
 }

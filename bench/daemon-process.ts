@@ -3,8 +3,7 @@
  * per run on that run's fresh file; asked for `stats`; stopped with SIGTERM.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { DaemonClient } from "../src/client/daemon-client.js";
-import { openSessionDB } from "../src/index.js";
+import { openSessionDB, type SessionDB } from "../src/index.js";
 import type { DaemonStats } from "../src/protocol/control.js";
 import { CLI_PATH } from "./paths.js";
 
@@ -24,7 +23,7 @@ export class DaemonProcess {
   readonly #process: ChildProcess;
   readonly #exited: Promise<number | null>;
   #log = "";
-  #client: DaemonClient | null = null;
+  #client: SessionDB | null = null;
 
   private constructor(options: DaemonProcessOptions) {
     this.socket = options.socket;
@@ -47,15 +46,14 @@ export class DaemonProcess {
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const client = await openSessionDB({ path: options.db, mode: "daemon", socketPath: options.socket });
-    if (!(client instanceof DaemonClient)) throw new Error("mode daemon opened no daemon client");
-    daemon.#client = client;
+    daemon.#client = await openSessionDB({ path: options.db, mode: "daemon", socketPath: options.socket });
     return daemon;
   }
 
   async stats(): Promise<DaemonStats> {
-    if (this.#client === null) throw new Error("the daemon is stopped");
-    return this.#client.stats();
+    const daemon = this.#client?.daemon;
+    if (!daemon) throw new Error("the daemon is stopped");
+    return daemon.stats();
   }
 
   get pid(): number | undefined {

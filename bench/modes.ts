@@ -2,9 +2,9 @@
  * The convoy modes, in one table: who writes, through what, how many clients. Every run of the
  * matrix and every line of the report derives from it.
  */
-import { PYTHON_WORKER, pythonVersion, workerScript } from "./paths.js";
+import { pythonClientMissing, pythonWorker, pythonVersion, workerScript } from "./paths.js";
 
-export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "daemon", "daemon-ping", "daemon-pipelined", "ceiling"] as const;
+export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "python-daemon", "daemon", "daemon-ping", "daemon-pipelined", "ceiling"] as const;
 export type ConvoyMode = (typeof CONVOY_MODES)[number];
 
 export interface ModeSpec {
@@ -43,9 +43,14 @@ export const MODES = {
   },
   "python-jitter": {
     label: "Python sqlite3, the reference's jittered retry",
-    clients: "k", daemon: false, runtime: "python", script: () => PYTHON_WORKER, operation: "append",
+    clients: "k", daemon: false, runtime: "python", script: () => pythonWorker("python-jitter"), operation: "append",
     inFlight: 1, batch: 1, countsRetries: true,
     unavailable: () => (pythonVersion() === null ? "python3 is not installed" : null),
+  },
+  "python-daemon": {
+    label: "Python, the sessiondb client through the daemon",
+    clients: "k", daemon: true, runtime: "python", script: () => pythonWorker("python-daemon"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: pythonClientMissing,
   },
   daemon: {
     label: "sessiondb clients through the daemon",

@@ -23,16 +23,20 @@ export interface BenchArgs {
   out?: string;
   "cache-dir"?: string;
   "work-dir"?: string;
+  "fsync-delay-ms"?: string;
 }
 
 type Preset = Omit<ResolvedBenchOptions, "out" | "cacheDir" | "workDir" | "synchronous" | "modes" | "walLimitMb" | "seed">;
 
 const PRESETS: Record<"quick" | "full", Preset> = {
   // 4 s of WAL growth stay under the daemon's default bound (64 MiB): a small one shows it at work.
-  quick: { preset: "quick", ks: [1, 4, 16, 32], seconds: 3, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8 },
+  quick: {
+    preset: "quick", ks: [1, 4, 16, 32], seconds: 3, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8,
+    fsyncDelaysMs: [0, 1],
+  },
   full: {
     preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, reps: 3, messages: [200_000, 1_000_000], readSeconds: 4, walSeconds: 20,
-    walCheckLimitMb: null,
+    walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3],
   },
 };
 
@@ -54,6 +58,19 @@ function list(value: string | undefined, name: string, fallback: number[], allow
   const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
   if (items.length === 0 && !allowEmpty) throw new BenchOptionError(`--${name} needs at least one value`);
   return items.map((s) => positive(s, name, 0, true));
+}
+
+/** Milliseconds added to every fsync: non-negative numbers, 0 being the machine's own disk. */
+function delays(value: string | undefined, fallback: number[]): number[] {
+  if (value === undefined) return fallback;
+  const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (items.length === 0) throw new BenchOptionError("--fsync-delay-ms needs at least one value");
+  const ms = items.map((s) => {
+    const n = Number(s);
+    if (!Number.isFinite(n) || n < 0 || n > 1000) throw new BenchOptionError(`--fsync-delay-ms takes milliseconds from 0 to 1000, got ${JSON.stringify(s)}`);
+    return n;
+  });
+  return [...new Set(ms)].sort((a, b) => a - b);
 }
 
 function modes(value: string | undefined): ConvoyMode[] {
@@ -92,5 +109,6 @@ export function resolveBenchOptions(args: BenchArgs): ResolvedBenchOptions {
     out: dir(args.out, DEFAULT_RESULTS_DIR),
     cacheDir: dir(args["cache-dir"], DEFAULT_CACHE_DIR),
     workDir: args["work-dir"] === undefined ? null : dir(args["work-dir"], ""),
+    fsyncDelaysMs: delays(args["fsync-delay-ms"], preset.fsyncDelaysMs),
   };
 }

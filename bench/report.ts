@@ -59,8 +59,14 @@ function markdownTable(header: string[], rows: string[][]): string {
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
+/** The fsync column: the disk as it is, or the delay every process's fsync got on top. */
+function fsyncCell(ms: number): string {
+  return ms === 0 ? "native" : `+${ms} ms`;
+}
+
 function convoyTable(result: BenchResult): string {
   const rows = result.convoy.summary.map((c) => [
+    fsyncCell(c.fsyncDelayMs),
     c.mode,
     MODES[c.mode].clients === "one" ? "1" : String(c.k),
     med(c.appendsPerS),
@@ -74,24 +80,41 @@ function convoyTable(result: BenchResult): string {
     med(c.meanBatchSize),
     c.retries === null ? "n/a" : med(c.retries, int),
     `${med(c.machineBusy, percent)}: ${med(c.clientCores, cores)} / ${med(c.daemonCores, cores)} / ${med(c.otherCores, cores)}`,
+    med(c.cpuUsPerAppend, int),
     `${med(c.clientsWaitShare, percent)} / ${med(c.daemonWaitShare, percent)}`,
     c.rowsExact ? `exact (${c.rowsChecked})` : "MISMATCH",
   ]);
   return markdownTable(
-    ["mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "wait for a core: clients / daemon", "rows"],
+    ["fsync", "mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "cpu µs/append", "wait for a core: clients / daemon", "rows"],
     rows,
   );
 }
 
 function ratioTable(result: BenchResult): string {
   const rows = result.convoy.ratios.map((r) => [
+    fsyncCell(r.fsyncDelayMs),
     String(r.k), med(r.throughput), med(r.p99), med(r.max), med(r.pingThroughput), med(r.appendsVsPing),
   ]);
   const table = markdownTable(
-    ["K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max", "daemon-ping/jitter calls/s", "daemon/daemon-ping"],
+    ["fsync", "K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max", "daemon-ping/jitter calls/s", "daemon/daemon-ping"],
     rows,
   );
-  return `${table}\n\ndaemon-pipelined / ceiling appends/s: ${med(result.convoy.pipelinedVsCeiling)}`;
+  return `${table}\n\ndaemon-pipelined / ceiling appends/s (${fsyncCell(result.convoy.fsyncDelaysMs[0] ?? 0)}): ${med(result.convoy.pipelinedVsCeiling)}`;
+}
+
+function loneAppendTable(result: BenchResult): string {
+  const rows = result.convoy.loneAppend.map((l) => [
+    fsyncCell(l.fsyncDelayMs), med(l.appendMs), med(l.roundTripMs), med(l.sqlMs), med(l.commitMs), med(l.hopsMs),
+  ]);
+  const table = markdownTable(
+    ["fsync", "append p50 ms", "round trip (daemon-ping)", "SQL (writer)", "COMMIT (WAL write + fsync)", "the rest: hops to the writer and back"],
+    rows,
+  );
+  return (
+    `${table}\n\nOne client appending one message at a time through the daemon (K = 1): the bare round trip is ` +
+    "daemon-ping's p50 (client → socket, decode, reply write, client); SQL and COMMIT are the writer's own lock-hold and " +
+    "commit p50s; the rest is the append's p50 minus those: the hops to the writer thread and back, and queueing."
+  );
 }
 
 function targetTable(result: BenchResult): string {
@@ -125,7 +148,11 @@ function readTable(size: ReadSizeResult): string {
   ]);
   const writers = size.writers.map((w) => `${w.via} ${num(w.appendsPerS)} appends/s (p99 ${num(w.p99)} ms, ${w.failures} failures)`).join("; ");
   const c = size.corpus;
-  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). Flat-out writer: ${writers}.\n\n${markdownTable(header, rows)}`;
+  const cjk = c.cjkIndex;
+  const index =
+    `CJK index: ${num(cjk.bytes / 2 ** 20)} MiB for the ${cjk.indexedMessages} messages with CJK ` +
+    `(the FTS5 index of all messages: ${num(cjk.ftsBytes / 2 ** 20)} MiB), built from nothing in ${num(cjk.buildS)} s.`;
+  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} Flat-out writer: ${writers}.\n\n${markdownTable(header, rows)}`;
 }
 
 function walTable(result: BenchResult): string {
@@ -155,12 +182,14 @@ export function formatReport(result: BenchResult): string {
     "### Convoy: K processes appending one message at a time",
     convoyTable(result),
     "cpu: share of the machine busy during the run: cores used by the clients / the daemon / everything else. " +
+      "cpu µs/append: CPU time of the clients and the daemon together, per append (per call for daemon-ping). " +
       "wait for a core: of the time their threads were ready to run, the share they waited for a core (Linux schedstat); " +
       "a high share means the machine's cores, not the database, set the pace. " +
       "daemon-ping's calls are pings: the same round trip with no database work, the most any daemon client can get here.",
     ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
     "### Ratios (within each repetition)",
     ratioTable(result),
+    ...(result.convoy.loneAppend.length > 0 ? ["### Where a lone append's time goes", loneAppendTable(result)] : []),
     ...(result.targets.length > 0 ? ["### Targets", targetTable(result)] : []),
     ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size)]),
     ...(result.wal !== null ? ["### WAL growth", walTable(result)] : []),

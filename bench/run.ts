@@ -1,21 +1,26 @@
 /**
- * `npm run bench` (quick, under 3 minutes on 2 cores) and `npm run bench -- --full`: runs the
+ * `npm run bench` (quick, about 5 minutes on 2 cores) and `npm run bench -- --full`: runs the
  * suite, prints the tables, writes `bench/results/<timestamp>.json` and the charts next to it.
  * Exits non-zero if any run lost an acknowledged append.
  */
 import { parseArgs } from "node:util";
+import { FsyncDelayBuildError } from "./fsync-delay.js";
 import { BenchOptionError, resolveBenchOptions, type BenchArgs } from "./options.js";
 import { formatReport, writeResults } from "./report.js";
 import { runSuite } from "./suite.js";
 
 const USAGE = `Usage: npm run bench [-- options]
 
-  --full                 longer runs: K up to 64, 3 repetitions, corpora of 200,000 and 1,000,000 messages
+  --full                 longer runs: K up to 64, 3 repetitions, corpora of 200,000 and 1,000,000 messages,
+                         fsync delays 0, 1 and 3 ms
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
-  --modes a,b            convoy modes: busy, jitter, python-jitter, daemon, daemon-ping, daemon-pipelined,
+  --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-ping, daemon-pipelined,
                          ceiling
+  --fsync-delay-ms N,M    run the convoy matrix once per value with every process's fsync/fdatasync delayed
+                         N ms (quick 0,1; 0 = the disk as it is), through bench/fsync-delay.c, preloaded;
+                         any value above 0 needs a C compiler (cc)
   --synchronous MODE     FULL (default) or NORMAL, for the daemon and every mode that can set it
                          (sessiondb's direct mode always runs FULL)
   --messages N,M         corpus sizes of the read side (quick 20000); 0 skips the read side and WAL check
@@ -30,7 +35,7 @@ const USAGE = `Usage: npm run bench [-- options]
 
 const STRING_OPTIONS = [
   "k", "seconds", "reps", "messages", "synchronous", "modes", "read-seconds", "wal-seconds", "wal-limit-mb", "seed", "out",
-  "cache-dir", "work-dir",
+  "cache-dir", "work-dir", "fsync-delay-ms",
 ] as const;
 
 async function main(): Promise<number> {
@@ -49,14 +54,17 @@ async function main(): Promise<number> {
   }
   const options = resolveBenchOptions(values as BenchArgs);
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  log(`sessiondb bench (${options.preset}): K=${options.ks.join(",")}, ${options.reps} rep(s) × ${options.seconds} s, modes ${options.modes.join(", ")}`);
+  log(
+    `sessiondb bench (${options.preset}): K=${options.ks.join(",")}, ${options.reps} rep(s) × ${options.seconds} s, ` +
+      `fsync delays ${options.fsyncDelaysMs.join(", ")} ms, modes ${options.modes.join(", ")}`,
+  );
   const result = await runSuite(options, log);
   process.stdout.write(formatReport(result));
   const files = await writeResults(result, options.out);
   process.stdout.write(`\nWritten: ${files.join(", ")}\n`);
   const lost = result.convoy.runs.filter((r) => !r.rows.exact);
   if (lost.length > 0) {
-    log(`ROW COUNT MISMATCH in ${lost.length} run(s): ${lost.map((r) => `${r.mode} K=${r.k} rep ${r.rep + 1}`).join(", ")}`);
+    log(`ROW COUNT MISMATCH in ${lost.length} run(s): ${lost.map((r) => `${r.mode} K=${r.k} fsync +${r.fsyncDelayMs} ms rep ${r.rep + 1}`).join(", ")}`);
     return 1;
   }
   return 0;
@@ -65,7 +73,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
-    const usage = err instanceof BenchOptionError || (err as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS");
+    const usage = err instanceof BenchOptionError || err instanceof FsyncDelayBuildError || (err as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS");
     process.stderr.write(`${usage ? `${(err as Error).message}\n\n${USAGE}` : ((err as Error)?.stack ?? String(err))}\n`);
     process.exitCode = usage ? 2 : 1;
   },

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BenchResult, ResolvedBenchOptions } from "./bench-result.js";
 import { ensureCorpus } from "./corpus.js";
+import { buildFsyncDelayLibrary } from "./fsync-delay.js";
 import { probeFsync } from "./fsync-probe.js";
 import { runConvoy } from "./convoy.js";
 import { describeMachine } from "./machine.js";
@@ -26,7 +27,11 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
     const messagesFile = join(workDir, "messages.json");
     const messageChars = writeMessagePool(messagesFile, options.seed);
     const shared = { workDir, socketDir, synchronous: options.synchronous, walLimitMb: options.walLimitMb, messagesFile };
-    const convoy = await runConvoy({ ...shared, ks: options.ks, reps: options.reps, seconds: options.seconds, modes: options.modes }, log);
+    const fsyncLibrary = options.fsyncDelaysMs.some((ms) => ms > 0) ? buildFsyncDelayLibrary(options.cacheDir) : null;
+    const convoy = await runConvoy(
+      { ...shared, ks: options.ks, reps: options.reps, seconds: options.seconds, modes: options.modes, fsyncDelaysMs: options.fsyncDelaysMs, fsyncLibrary },
+      log,
+    );
     const read =
       options.messages.length === 0
         ? null

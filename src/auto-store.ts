@@ -4,9 +4,9 @@ import { directOptions } from "./client/daemon-lookup.js";
 import { DirectStore } from "./direct/direct-store.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "./session-db.js";
-import { OPERATION_KINDS, type OpName } from "./operation-catalogue.js";
-import { installOperationMethods, type OperationMethods } from "./operation-methods.js";
+import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
+import type { DaemonControl } from "./protocol/control.js";
+import { Store } from "./store.js";
 
 /** How long a failing-over handle waits for a stopping daemon to close the connection. */
 const DAEMON_RELEASE_MS = 15_000;
@@ -17,12 +17,13 @@ const DAEMON_RELEASE_MS = 15_000;
  * directly; a write in flight is not (it may have been committed before the daemon died), so it
  * rejects with UNAVAILABLE and the caller decides.
  */
-export class AutoStore implements SessionDB {
+export class AutoStore extends Store {
   readonly #options: ResolvedOptions;
   #current: DaemonClient | DirectStore;
   #failover: Promise<DirectStore> | null = null;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
+    super(options.files);
     this.#current = client;
     this.#options = options;
   }
@@ -31,28 +32,37 @@ export class AutoStore implements SessionDB {
     return this.#current.mode;
   }
 
-  async call(name: OpName, args: readonly unknown[]): Promise<unknown> {
-    const store = await this.#usable();
+  /** The daemon's control while calls go to it; null once the handle has failed over. */
+  get daemon(): DaemonControl | null {
+    return this.#current.daemon;
+  }
+
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+    const usable = this.#usable();
+    const store = usable instanceof Promise ? await usable : usable;
     try {
-      return await store.call(name, args);
+      return await Store.callOn(store, name, args);
     } catch (err) {
       if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       const direct = await this.#failOver(store);
-      if (OPERATION_KINDS[name] === "read") return direct.call(name, args);
+      if (OPERATION_KINDS[name] === "read") return Store.callOn(direct, name, args);
       throw err;
     }
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    yield* (await this.#usable()).exportAll(opts);
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    yield* Store.streamOn(await this.#usable(), name, args);
   }
 
   async close(): Promise<void> {
     await this.#current.close();
   }
 
-  /** The daemon while its connection lives, else direct mode. */
-  async #usable(): Promise<DaemonClient | DirectStore> {
+  /**
+   * The daemon while its connection lives, else direct mode. No await while the store stays the
+   * same, so a call made before `close()` reaches the store before `close()` does.
+   */
+  #usable(): DaemonClient | DirectStore | Promise<DirectStore> {
     const store = this.#current;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
@@ -71,7 +81,3 @@ export class AutoStore implements SessionDB {
     return this.#failover;
   }
 }
-
-export interface AutoStore extends OperationMethods {}
-
-installOperationMethods(AutoStore);

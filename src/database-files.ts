@@ -10,15 +10,19 @@ export interface DatabaseFiles {
   readonly socket: string;
   /** The daemon's instance lock. */
   readonly lock: string;
+  /** The output of a daemon a client started (autostart), beside the socket: `state.db.sock` gives `state.db.daemon.log`. */
+  readonly daemonLog: string;
 }
 
 /** The files beside a database whose real path is already resolved (see `realDatabasePath`). */
 export function databaseFiles(realPath: string, socketPath?: string): DatabaseFiles {
+  const socket = socketPath ?? socketPathFor(realPath);
   return {
     db: realPath,
     wal: `${realPath}-wal`,
     shm: `${realPath}-shm`,
-    socket: socketPath ?? socketPathFor(realPath),
+    socket,
     lock: `${realPath}.daemon-lock`,
+    daemonLog: `${socket.replace(/\.sock$/, "")}.daemon.log`,
   };
 }

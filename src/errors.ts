@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   "OVERLOADED",
   "TIMEOUT",
   "UNAVAILABLE",
+  "NOT_FOUND",
   "CLOSED",
   "PROTOCOL",
   "FRAME_TOO_LARGE",
@@ -53,12 +54,16 @@ export function fromWireError(wire: unknown): SessionDBError {
   return new SessionDBError(code, message);
 }
 
+/** The code SQLite (`SQLITE_BUSY_SNAPSHOT`…) or Node (`ENOSPC`…) gave an error; "" when none. */
+export function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "";
+}
+
 /** True for SQLite's "the lock is taken" answers, the only ones a write retries. */
 export function isBusyError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
-    return true;
-  }
+  const code = errorCode(err);
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return true;
   const message = err instanceof Error ? err.message.toLowerCase() : "";
   return message.includes("database is locked") || message.includes("database table is locked");
 }
@@ -70,12 +75,10 @@ export function isBusyError(err: unknown): boolean {
 export function toSessionDBError(err: unknown): SessionDBError {
   if (err instanceof SessionDBError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string") {
+  const code = errorCode(err);
+  if (code !== "") {
     if (code.startsWith("SQLITE_CONSTRAINT")) return new SessionDBError("CONSTRAINT", message, { cause: err });
-    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
-      return new SessionDBError("BUSY", message, { cause: err });
-    }
+    if (isBusyError(err)) return new SessionDBError("BUSY", message, { cause: err });
     if (code.startsWith("SQLITE_CORRUPT") || code.startsWith("SQLITE_NOTADB")) {
       return new SessionDBError("CORRUPT", `the database file is damaged: ${message}`, { cause: err });
     }

@@ -7,9 +7,9 @@ export type {
   SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode,
   ImportOptions, ImportResult, SourceCount,
 } from "./session-db.js";
-export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/titles.js";
-export { sanitizeFtsQuery, containsCjk } from "./engine/search.js";
-export { SCHEMA_VERSION } from "./engine/schema.js";
+export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/title-sanitizer.js";
+export { sanitizeFtsQuery, containsCjk } from "./engine/fts-query.js";
+export { SCHEMA_VERSION } from "./engine/schema-version.js";
 export { MAX_TEXT_BYTES, MAX_NAME_LENGTH, MAX_FILTER_ENTRIES, MAX_LIMIT } from "./engine/args.js";
 export { saveTrajectory, convertScratchpadToThink, hasIncompleteScratchpad } from "./trajectory.js";
 export { defaultDatabasePath, defaultSocketPath } from "./socket-path.js";

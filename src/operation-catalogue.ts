@@ -7,8 +7,8 @@
  */
 import type { SessionDB } from "./session-db.js";
 
-/** The names of the operations: the methods of `SessionDB` but `mode` and `close`. */
-export type OpName = Exclude<keyof SessionDB, "mode" | "close">;
+/** The names of the operations: the methods of `SessionDB` but `close` (and not its properties). */
+export type OpName = Exclude<keyof SessionDB, "mode" | "files" | "daemon" | "close">;
 
 export type OpKind = "read" | "write" | "stream";
 
@@ -64,4 +64,29 @@ type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATION_KINDS)[K] 
 export type WriteOpName = OfKind<"write">;
 export type ReadOpName = OfKind<"read">;
 /** Operations answered with a promise (all but the streamed ones). */
-export type CallOpName = Exclude<OpName, OfKind<"stream">>;
+export type CallOpName = Exclude<OpName, StreamOpName>;
+export type StreamOpName = OfKind<"stream">;
+
+/**
+ * Whether a write can delete messages. The daemon's writer sweeps the CJK search index after
+ * one (engine/cjk-index.ts): deleted messages leave stale entries there. Every write operation
+ * says, so a new one cannot be left out.
+ */
+const DELETES_MESSAGES = {
+  createSession: false,
+  ensureSession: false,
+  endSession: false,
+  reopenSession: false,
+  updateSystemPrompt: false,
+  updateTokenCounts: false,
+  setSessionTitle: false,
+  appendMessage: false,
+  clearMessages: true,
+  importSession: false,
+  deleteSession: true,
+  pruneSessions: true,
+} as const satisfies { [K in WriteOpName]: boolean };
+
+export function deletesMessages(op: WriteOpName): boolean {
+  return DELETES_MESSAGES[op];
+}

@@ -1,11 +1,19 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
-import { defaultDatabasePath, defaultSocketPath, realDatabasePath } from "./socket-path.js";
+import { databaseFiles, type DatabaseFiles } from "./database-files.js";
+import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
 
 /** `OpenOptions` with every default applied and every value checked, once, where they enter. */
 export interface ResolvedOptions {
   readonly path: string;
+  /** The files beside the database, from its real path, resolved once. */
+  readonly files: DatabaseFiles;
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. False: a missing database is
+   * NOT_FOUND (nothing created), an empty one SCHEMA (left as it is).
+   */
+  readonly create: boolean;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
   /** No socket was given: a daemon may also be found by the file's identity (client/daemon-lookup.ts). */
@@ -15,6 +23,7 @@ export interface ResolvedOptions {
   readonly checkpointEveryNWrites: number;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  readonly autostart: boolean;
 }
 
 function nonNegative(value: unknown, name: string, fallback: number): number {
@@ -34,22 +43,30 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.path !== undefined && (typeof options.path !== "string" || options.path === "")) {
     throw invalidArgument("option path must be a non-empty string");
   }
-  const path = realDatabasePath(options.path ?? defaultDatabasePath());
+  if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
+  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
   const retry: RetryPolicy = {
+    budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
     minDelayMs: nonNegative(options.retry?.minDelayMs, "retry.minDelayMs", DEFAULT_RETRY.minDelayMs),
     maxDelayMs: nonNegative(options.retry?.maxDelayMs, "retry.maxDelayMs", DEFAULT_RETRY.maxDelayMs),
   };
+  if (options.autostart !== undefined && typeof options.autostart !== "boolean") {
+    throw invalidArgument(`option autostart must be a boolean, got ${String(options.autostart)}`);
+  }
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
-    path,
+    path: files.db,
+    files,
+    create: options.create ?? true,
     mode,
-    socketPath: options.socketPath ?? defaultSocketPath(path),
+    socketPath: files.socket,
     findByIdentity: options.socketPath === undefined,
     busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
     retry,
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
+    autostart: options.autostart ?? false,
   };
 }

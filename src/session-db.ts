@@ -7,6 +7,9 @@
  * reference Python implementation; options are camelCase.
  */
 
+import type { DatabaseFiles } from "./database-files.js";
+import type { DaemonControl } from "./protocol/control.js";
+
 /** The 26 columns of `sessions`. */
 export interface SessionRow {
   id: string;
@@ -220,6 +223,10 @@ export type Mode = "direct" | "daemon";
 export interface SessionDB {
   /** Which implementation serves this handle. */
   readonly mode: Mode;
+  /** The database's files (real path, WAL, socket…), resolved once when the handle opened. */
+  readonly files: DatabaseFiles;
+  /** The daemon's control ops while a daemon serves this handle, else null. */
+  readonly daemon: DaemonControl | null;
 
   /** Creates a session; a duplicate id is ignored (the first row wins). Returns the id. */
   createSession(id: string, source: string, opts?: CreateSessionOptions): Promise<string>;
@@ -284,8 +291,13 @@ export interface SessionDB {
   close(): Promise<void>;
 }
 
+/** Direct mode's patience for the write lock (SPEC §4). */
 export interface RetryOptions {
+  /** How long a write keeps trying for the lock before it fails with BUSY, in ms. Default 20000. */
+  budgetMs?: number;
+  /** An optional cap on the attempts within the budget. Default: none. */
   maxAttempts?: number;
+  /** The random pause between attempts: 20–150 ms by default, its range growing after 2 s of waiting. */
   minDelayMs?: number;
   maxDelayMs?: number;
 }
@@ -299,7 +311,7 @@ export interface OpenOptions {
   socketPath?: string;
   /** Direct mode's SQLite busy timeout. Default 1000. */
   busyTimeoutMs?: number;
-  /** Direct mode's write retry. Default 15 attempts, 20–150 ms. */
+  /** Direct mode's write retry. Default: a 20 s budget, 20–150 ms pauses growing after 2 s. */
   retry?: RetryOptions;
   /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
   checkpointEveryNWrites?: number;
@@ -307,4 +319,16 @@ export interface OpenOptions {
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;
+  /**
+   * Modes "daemon" and "auto": when no daemon answers, start one (`sessiondb serve --idle-exit
+   * 600`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
+   * Default false: "auto" falls back to direct mode instead.
+   */
+  autostart?: boolean;
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
+   * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one
+   * `SCHEMA` (left as it is), in every mode that would open the file.
+   */
+  create?: boolean;
 }

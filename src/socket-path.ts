@@ -3,18 +3,19 @@ import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "./errors.js";
+import { expandHome } from "./expand-home.js";
 import { identityName, type FileIdentity } from "./file-identity.js";
 
 /** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.SESSIONDB_PATH) return resolve(env.SESSIONDB_PATH);
-  if (env.HERMES_HOME) return resolve(env.HERMES_HOME, "state.db");
+  if (env.SESSIONDB_PATH) return resolve(expandHome(env.SESSIONDB_PATH));
+  if (env.HERMES_HOME) return resolve(expandHome(env.HERMES_HOME), "state.db");
   return join(homedir(), ".hermes", "state.db");
 }
 
-/** The file's real path (links resolved), also for a file that does not exist yet. */
+/** The file's real path (`~` expanded, links resolved), also for a file that does not exist yet. */
 export function realDatabasePath(path: string): string {
-  const absolute = resolve(path);
+  const absolute = resolve(expandHome(path));
   try {
     return realpathSync(absolute);
   } catch {

@@ -4,21 +4,22 @@
  * results JSON and the charts with no lost append in any mode.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { BenchResult } from "../bench/bench-result.js";
 import { CONVOY_MODES, MODES } from "../bench/modes.js";
+import { buildFsyncDelayLibrary, fsyncDelayEnv } from "../bench/fsync-delay.js";
 import { READ_OPS } from "../bench/read-side.js";
 import { tempDir } from "./helpers/temp-dir.js";
 
 const RUN_JS = fileURLToPath(new URL("../bench/run.js", import.meta.url));
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-test("the benchmark suite runs every mode at tiny sizes and writes exact results and charts", { timeout: 120_000 }, async (t) => {
+test("the benchmark suite runs every mode at tiny sizes and writes exact results and charts", { timeout: 300_000 }, async (t) => {
   const dir = tempDir(t);
   const out = join(dir, "results");
   const { stdout } = await promisify(execFile)(
@@ -54,9 +55,31 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
       }
     }
   }
-  assert.deepEqual([...skipped].filter((m) => m !== "python-jitter"), [], "only python-jitter may be skipped (no python3)");
+  assert.deepEqual([...skipped].filter((m) => m !== "python-jitter" && m !== "python-daemon"), [], "only the Python modes may be skipped (no python3, or no msgpack)");
   assert.ok(result.convoy.ratios.some((r) => r.throughput !== null), "daemon/jitter ratios were computed");
   assert.ok(result.convoy.ratios.some((r) => r.pingThroughput !== null && r.appendsVsPing !== null), "the ratios to daemon-ping were computed");
+
+  assert.deepEqual(result.convoy.fsyncDelaysMs, [0, 1], "the quick suite runs at the disk's own fsync and at +1 ms");
+  for (const delay of [0, 1]) {
+    assert.ok(result.convoy.runs.some((r) => r.fsyncDelayMs === delay && r.mode === "daemon"), `daemon ran at fsync +${delay} ms`);
+    assert.ok(result.convoy.ratios.some((r) => r.fsyncDelayMs === delay && r.throughput !== null), `ratios at fsync +${delay} ms`);
+  }
+  for (const run of result.convoy.runs.filter((r) => r.fsyncDelayMs === 1)) {
+    // Every commit waits for an fsync, so with the delay in every process none is quicker than 1 ms.
+    if (run.daemon !== null) assert.ok(run.daemon.commitMs.p50 >= 1, `${run.mode} K=${run.k}: the daemon's commits took the delay`);
+    if (run.mode === "jitter" || run.mode === "python-jitter") assert.ok(run.latencyMs.p50 >= 1, `${run.mode} K=${run.k}: its clients' commits took the delay`);
+  }
+  for (const cell of result.convoy.summary) {
+    assert.ok(cell.cpuUsPerAppend !== null && cell.cpuUsPerAppend.median > 0, `${cell.mode} K=${cell.k}: CPU µs per append`);
+  }
+  assert.match(stdout, /cpu µs\/append/);
+  assert.deepEqual(result.convoy.loneAppend.map((l) => l.fsyncDelayMs), [0, 1], "a lone append's breakdown per fsync cost");
+  for (const l of result.convoy.loneAppend) {
+    assert.ok(l.commitMs !== null && l.roundTripMs !== null && l.sqlMs !== null && l.hopsMs !== null, `fsync +${l.fsyncDelayMs}: every part`);
+    if (l.fsyncDelayMs === 1) assert.ok(l.commitMs.median >= 1, "the delayed fsync shows in the COMMIT part");
+  }
+  assert.match(stdout, /### Where a lone append's time goes/);
+  assert.match(stdout, /\| \+1 ms +\| daemon/);
 
   const read = result.read?.sizes[0];
   assert.ok(read !== undefined, "the read side ran");
@@ -73,4 +96,75 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
     const png = readFileSync(join(out, `${stem}-${chart}.png`));
     assert.ok(png.subarray(0, 8).equals(PNG_SIGNATURE) && png.length > 1000, `${chart}.png is a PNG image`);
   }
+});
+
+/** A child that fsyncs a file and commits to SQLite, printing the quickest fsync (ms) as JSON. */
+const NODE_FSYNCER = `
+const fs = require("node:fs");
+const Database = require(process.argv[1]);
+const fd = fs.openSync(process.argv[2] + ".bin", "w");
+let quickest = Infinity;
+for (let i = 0; i < 4; i++) {
+  fs.writeSync(fd, "x");
+  const t0 = performance.now();
+  fs.fsyncSync(fd);
+  fs.fdatasyncSync(fd);
+  quickest = Math.min(quickest, performance.now() - t0);
+}
+fs.closeSync(fd);
+const db = new Database(process.argv[2] + ".db");
+db.pragma("journal_mode = WAL");
+db.pragma("synchronous = FULL");
+db.exec("CREATE TABLE t (x)");
+for (let i = 0; i < 3; i++) db.prepare("INSERT INTO t VALUES (?)").run(i);
+db.close();
+console.log(JSON.stringify({ pid: process.pid, quickest }));
+`;
+
+const PYTHON_FSYNCER = `
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+quickest = float("inf")
+for _ in range(3):
+    os.write(fd, b"x")
+    t0 = time.perf_counter()
+    os.fsync(fd)
+    quickest = min(quickest, (time.perf_counter() - t0) * 1000)
+print(json.dumps({"pid": os.getpid(), "quickest": quickest}))
+`;
+
+/** "<pid> <delayed calls>" lines the library wrote, by pid. */
+function delayedCalls(reportFile: string): Map<number, number> {
+  if (!existsSync(reportFile)) return new Map();
+  const lines = readFileSync(reportFile, "utf8").trim().split("\n").filter((l) => l !== "");
+  return new Map(lines.map((l) => l.split(" ").map(Number) as [number, number]));
+}
+
+test("the slow-disk library delays every fsync and fdatasync of the processes it is preloaded into", async (t) => {
+  const dir = tempDir(t);
+  const library = buildFsyncDelayLibrary(join(dir, "cache"));
+  const reportFile = join(dir, "delayed.txt");
+  const delayMs = 5;
+  const env = { ...process.env, ...fsyncDelayEnv(library, delayMs, reportFile) };
+  const betterSqlite3 = fileURLToPath(new URL("../../node_modules/better-sqlite3/lib/index.js", import.meta.url));
+
+  const node = spawnSync(process.execPath, ["-e", NODE_FSYNCER, betterSqlite3, join(dir, "node")], { env, encoding: "utf8" });
+  assert.equal(node.status, 0, node.stderr);
+  const nodeChild = JSON.parse(node.stdout) as { pid: number; quickest: number };
+  assert.ok(nodeChild.quickest >= 2 * delayMs, `an fsync + fdatasync pair took ${nodeChild.quickest} ms, at least twice the delay`);
+  // 8 calls of its own, and SQLite's syncs of the WAL for its commits.
+  assert.ok((delayedCalls(reportFile).get(nodeChild.pid) ?? 0) > 8, "SQLite's own syncs were delayed too");
+
+  const python = spawnSync("python3", ["-c", PYTHON_FSYNCER, join(dir, "python.bin")], { env, encoding: "utf8" });
+  if (python.error === undefined) {
+    assert.equal(python.status, 0, python.stderr);
+    const pythonChild = JSON.parse(python.stdout) as { pid: number; quickest: number };
+    assert.ok(pythonChild.quickest >= delayMs, `a Python fsync took ${pythonChild.quickest} ms`);
+    assert.equal(delayedCalls(reportFile).get(pythonChild.pid), 3);
+  }
+
+  const plain = spawnSync(process.execPath, ["-e", NODE_FSYNCER, betterSqlite3, join(dir, "plain")], { encoding: "utf8" });
+  assert.equal(plain.status, 0, plain.stderr);
+  const plainChild = JSON.parse(plain.stdout) as { pid: number };
+  assert.equal(delayedCalls(reportFile).has(plainChild.pid), false, "a process without the library is not delayed");
 });

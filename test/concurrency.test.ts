@@ -101,7 +101,7 @@ test(`${WRITERS} processes appending at once lose nothing and fail nothing`, asy
 test("a write waits out another process holding the write lock for 2.5 s", async (t) => {
   const dir = tempDir(t);
   const path = join(dir, "state.db");
-  const db = await openDirect(t, path); // the default budget: 15 attempts of a 1 s busy wait
+  const db = await openDirect(t, path); // the default budget: 20 s
   await db.createSession("patient", "cli");
 
   const holder = await holdWriteLock(t, path, 2.5);
@@ -159,4 +159,43 @@ test("an error that is not about the lock fails at once, without retrying", asyn
   assert.equal(await db.getSession("missing"), null);
   assert.equal(await db.getSession("child"), null);
   assert.equal(await db.sessionCount(), 1);
+});
+
+test("the lock patience is a time budget: with SQLite's own wait off, a 4 s lock is waited out by default", async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, "state.db");
+  // busyTimeoutMs 0 leaves only the retry: 15 attempts of 20–150 ms (the reference's) would give up after about 1.3 s.
+  const db = await openDirect(t, path, { busyTimeoutMs: 0 });
+  await db.createSession("patient", "cli");
+
+  const holder = await holdWriteLock(t, path, 4);
+  const id = await db.appendMessage("patient", { role: "user", content: "after four seconds" });
+  const held = lastJsonLine<{ messageId: number }>(await runToSuccess(holder));
+  assert.ok(id > held.messageId, "the write waited for the holder's transaction");
+  assert.equal((await db.getSession("patient"))?.message_count, 1);
+});
+
+test("past a small retry budget (3 s) a write fails with BUSY, having waited the whole budget, and writes nothing", async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, "state.db");
+  const release = join(dir, "release");
+  const budgetMs = 3000;
+  const db = await openDirect(t, path, { busyTimeoutMs: 0, retry: { budgetMs } });
+  await db.createSession("starved", "cli");
+
+  const holder = await holdWriteLock(t, path, 60, release);
+  try {
+    const started = performance.now();
+    await assert.rejects(db.appendMessage("starved", { role: "user", content: "never stored" }), (err: unknown) => {
+      assert.ok(err instanceof SessionDBError && err.code === "BUSY", String(err));
+      assert.match(err.message, /stayed locked by another writer for \d+ ms/);
+      return true;
+    });
+    // A lower bound only: the budget is spent before BUSY, however slow the machine.
+    assert.ok(performance.now() - started >= budgetMs, "BUSY came before the budget was spent");
+  } finally {
+    writeFileSync(release, "");
+  }
+  await runToSuccess(holder);
+  assert.equal((await db.getSession("starved"))?.message_count, 0);
 });

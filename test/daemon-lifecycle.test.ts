@@ -9,11 +9,10 @@ import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DaemonClient } from "../src/client/daemon-client.js";
 import { openSessionDB, SessionDBError, type SessionDB } from "../src/index.js";
 import { expectCode } from "./contract/fixture.js";
 import {
-  CLI, daemonStats, freshDbPath, holdWriteLock, killAndWait, shortTempDir, spawnServe, startDaemon, waitUntilServing,
+  CLI, controlOf, daemonStats, freshDbPath, holdWriteLock, killAndWait, shortTempDir, spawnServe, startDaemon, waitUntilServing,
 } from "./helpers/daemon.js";
 import { Child } from "./helpers/processes.js";
 import { rawAll, rawGet } from "./helpers/raw-db.js";
@@ -118,8 +117,7 @@ test("the shutdown op stops the daemon cleanly; afterwards clients find none", a
   const db = await daemon.open(t);
   await db.createSession("s", "cli");
   const appended = db.appendMessage("s", { role: "user", content: "just before shutdown" });
-  assert.ok(db instanceof DaemonClient);
-  await db.shutdown();
+  await controlOf(db).shutdown();
   assert.equal(typeof (await appended), "number");
   const finished = await daemon.child.done;
   assert.equal(finished.code, 0, finished.stderr);
@@ -223,4 +221,30 @@ test("a write that outlives its deadline behind another process's lock fails wit
   assert.deepEqual(rawAll(daemon.dbPath, "SELECT content FROM messages WHERE session_id = 's'"), [{ content: "in time" }]);
   assert.equal(rawGet<{ n: number }>(daemon.dbPath, "SELECT message_count AS n FROM sessions WHERE id = 's'")?.n, 1);
   assert.equal(rawGet<{ n: number }>(daemon.dbPath, "SELECT COUNT(*) AS n FROM messages WHERE session_id = 'lock-holder'")?.n, 1);
+});
+
+test("create: false: a missing database is NOT_FOUND in every mode that would open it, and nothing is created", async (t) => {
+  const dir = join(shortTempDir(t), "nowhere");
+  const path = join(dir, "missing.db");
+  for (const mode of ["auto", "direct"] as const) {
+    await expectCode(() => openSessionDB({ path, mode, create: false }), "NOT_FOUND");
+  }
+  assert.equal(existsSync(dir), false, "not even the directory was made");
+});
+
+test("a handle names its files and, in daemon mode, its daemon; a direct handle has no daemon", async (t) => {
+  const path = freshDbPath(t);
+  const daemon = await startDaemon(t, path);
+  const viaDaemon = await daemon.open(t);
+  assert.equal(viaDaemon.files.db, daemon.hello.database);
+  assert.equal(viaDaemon.files.wal, `${daemon.hello.database}-wal`);
+  assert.equal(viaDaemon.files.socket, daemon.socketPath);
+  assert.equal(controlOf(viaDaemon).server.pid, daemon.pid);
+  const auto = await openSessionDB({ path, socketPath: daemon.socketPath });
+  t.after(() => auto.close());
+  assert.equal(auto.daemon?.server.pid, daemon.pid);
+  const direct = await openSessionDB({ path, mode: "direct" });
+  t.after(() => direct.close());
+  assert.equal(direct.daemon, null);
+  assert.equal(direct.files.db, viaDaemon.files.db);
 });

@@ -6,10 +6,9 @@
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DaemonClient } from "../src/client/daemon-client.js";
 import { openSessionDB } from "../src/index.js";
 import { encodeFrame, HEADER_BYTES } from "../src/protocol/frame-codec.js";
-import { daemonStats, freshDbPath, startDaemon, type DaemonProcess } from "./helpers/daemon.js";
+import { controlOf, daemonStats, freshDbPath, startDaemon, type DaemonProcess } from "./helpers/daemon.js";
 import { rawAll, rawGet, rawWrite } from "./helpers/raw-db.js";
 import { RawConnection, type Reply } from "./helpers/raw-connection.js";
 import { buildSpecFile } from "./helpers/sqlite-files.js";
@@ -405,15 +404,16 @@ test("clients that vanish mid-request: each write is whole or absent, and other 
 test("the client's control ops are typed: hello names the daemon and its file, ping answers pong, stats counts the writes, fault ops are refused when off", async (t) => {
   const daemon = await startDaemon(t, freshDbPath(t));
   const db = await daemon.open(t);
-  assert.ok(db instanceof DaemonClient);
-  const hello = await db.hello();
+  const control = controlOf(db);
+  const hello = await control.hello();
   assert.equal(hello.pid, daemon.pid);
-  assert.equal(hello.database, db.server.database);
-  assert.equal(await db.ping(), "pong");
+  assert.equal(hello.database, control.server.database);
+  assert.equal(hello.database, db.files.db);
+  assert.equal(await control.ping(), "pong");
   await db.createSession("typed", "cli");
-  const stats = await db.stats();
+  const stats = await control.stats();
   assert.equal(stats.pid, daemon.pid);
   assert.ok(stats.writer.writes >= 1);
   assert.equal(stats.readers.threads, 2);
-  await assert.rejects(db.fault("faultCrashWriter"), { code: "INVALID_ARGUMENT" });
+  await assert.rejects(control.fault("faultCrashWriter"), { code: "INVALID_ARGUMENT" });
 });

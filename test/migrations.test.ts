@@ -149,7 +149,7 @@ test("a fresh file gets exactly the SPEC §1 schema and version 6", async (t) =>
   withRaw(path, (raw) => assert.deepEqual(versionRows(raw), [6], "reopening adds no second version row"));
 });
 
-test("a file of a newer version (7) is opened without being migrated", async (t) => {
+test("a file of a newer version (7) is opened read-only, without being migrated", async (t) => {
   const dir = tempDir(t);
   const path = join(dir, "future.db");
   buildSpecFile(path, 7);
@@ -158,9 +158,8 @@ test("a file of a newer version (7) is opened without being migrated", async (t)
   const before = withRaw(path, (raw) => ({ cookie: schemaCookie(raw), master: masterEntries(raw) }));
 
   const db = await openDirect(t, path);
-  await db.createSession("s-future", "cli");
-  await db.appendMessage("s-future", { role: "user", content: "still usable" });
-  assert.equal((await db.getSession("s-future"))?.message_count, 1);
+  assert.equal(await db.sessionCount(), 0, "reads work");
+  await assert.rejects(db.createSession("s-future", "cli"), (err: unknown) => err instanceof SessionDBError && err.code === "SCHEMA");
   await db.close();
 
   withRaw(path, (raw) => {

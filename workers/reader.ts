@@ -8,7 +8,7 @@ import { toWireError } from "../src/errors.js";
 import { openConnection, type Connection } from "../src/engine/connection.js";
 import { runOperation } from "../src/engine/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
-import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/protocol/reader-messages.js";
+import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
 
 const config = workerData as ReaderConfig;
 let db: Connection | null = null;

@@ -10,11 +10,14 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
-import { openConnection, type Connection, type Statement } from "../src/engine/connection.js";
+import type { Connection, Statement } from "../src/engine/connection.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
+import { newerSchemaError } from "../src/engine/database-file.js";
+import { openDatabase } from "../src/engine/open-database.js";
 import { runOperation } from "../src/engine/operations.js";
-import { ensureSchema } from "../src/engine/schema.js";
 import { stillServed } from "../src/file-identity.js";
-import { jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { deletesMessages } from "../src/operation-catalogue.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -22,12 +25,12 @@ import type {
   WriteJob,
   WriteOutcome,
   WriterConfig,
-} from "../src/protocol/writer-messages.js";
+} from "../src/daemon/writer-messages.js";
 
 const config = workerData as WriterConfig;
 const port = parentPort!;
 /** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
-const LOCK_RETRY: RetryPolicy = { maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
+const LOCK_RETRY: RetryPolicy = { budgetMs: Infinity, maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };
 /** Opening and migrating the file wait for other processes too, but not forever. */
 const OPEN_RETRY: RetryPolicy = { ...LOCK_RETRY, maxAttempts: 1000 };
 const LOCK_BUSY_TIMEOUT_MS = 100;
@@ -50,6 +53,10 @@ let reclaimWal = false;
 let fileReplaced = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
+/** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
+let cjkBehind = false;
+/** Messages indexed per idle catch-up transaction. */
+const CJK_IDLE_ROWS = 5000;
 
 function post(message: FromWriter): void {
   port.postMessage(message);
@@ -69,15 +76,25 @@ interface TransactionStatements {
   rollbackTo: Statement;
 }
 let tx: TransactionStatements;
+/**
+ * The file's schema version when a newer Hermes made it: the connection is read-only, nothing is
+ * written (no checkpoint either) and any write that still reaches the thread fails with SCHEMA.
+ */
+let newerVersion: number | null = null;
 
 const db: Connection | null = (() => {
   try {
-    // Switching a file to WAL needs a moment of exclusive access: retried like any busy write.
-    const conn = retryBusySync(OPEN_RETRY, () =>
-      openConnection(config.path, { busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS, synchronous: config.synchronous }),
-    );
+    const opened = openDatabase(config.path, {
+      busyTimeoutMs: LOCK_BUSY_TIMEOUT_MS,
+      synchronous: config.synchronous,
+      retry: OPEN_RETRY,
+      create: true,
+    });
+    const conn = opened.db;
+    newerVersion = opened.newerVersion;
+    if (newerVersion !== null) return conn;
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
-    ensureSchema(conn, OPEN_RETRY);
+    cjkBehind = ensureCjkIndex(conn);
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -161,6 +178,11 @@ function runBatch(conn: Connection): boolean {
     post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, replaced())) });
     return true;
   }
+  if (newerVersion !== null) {
+    const version = newerVersion;
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))) });
+    return true;
+  }
   const live = dropExpired(queue.splice(0, config.maxBatch));
   let jobs = acquireLock(live);
   if (jobs === null) {
@@ -179,12 +201,11 @@ function runBatch(conn: Connection): boolean {
   }
   queue.unshift(...jobs.slice(done));
   jobs = jobs.slice(0, done);
+  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => deletesMessages(j.op));
   const commitStart = performance.now();
-  let committed = 0;
   if (conn.inTransaction) {
     try {
       tx.commit.run();
-      committed = outcomes.filter((o) => o.ok).length;
       if (!stillServed(config.path, config.identity)) {
         fileReplaced = true;
         outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
@@ -201,22 +222,58 @@ function runBatch(conn: Connection): boolean {
   }
   const end = performance.now();
   if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
-  post({ type: "batch", outcomes, committed, commitMs: end - commitStart, lockMs: end - lockedAt });
+  post({ type: "batch", outcomes, commitMs: end - commitStart, lockMs: end - lockedAt });
   return true;
 }
 
-function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult {
-  let result: CheckpointResult;
+/** The checkpoint's result, or null when it failed (the failure goes to the daemon, which logs it). */
+function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult | null {
+  if (newerVersion !== null) {
+    // Not our file to write: a checkpoint would copy the WAL into it.
+    const result = { mode, busy: 0, log: 0, checkpointed: 0 };
+    post({ type: "checkpointed", result, requested });
+    return result;
+  }
   try {
     const row = conn.pragma(`wal_checkpoint(${mode})`, { simple: false }) as Array<Record<string, number>>;
     const r = row[0] ?? {};
-    result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    const result = { mode, busy: r.busy ?? 0, log: r.log ?? 0, checkpointed: r.checkpointed ?? 0 };
+    post({ type: "checkpointed", result, requested });
+    return result;
   } catch (err) {
-    result = { mode, busy: 1, log: -1, checkpointed: -1 };
-    if (!isBusyError(err)) console.error(`sessiondb writer: checkpoint failed: ${toSessionDBError(err).message}`);
+    post({ type: "checkpointFailed", error: toWireError(err), requested });
+    return null;
   }
-  post({ type: "checkpointed", result, requested });
-  return result;
+}
+
+/**
+ * Creates the CJK search index when the file has none. Best effort: a file this process may
+ * not write (or a SQLite without the trigram tokenizer) is served without it, by the LIKE scan.
+ */
+function ensureCjkIndex(conn: Connection): boolean {
+  try {
+    if (!hasCjkIndex(conn)) retryBusySync(OPEN_RETRY, () => inWriteTransaction(conn, () => createCjkIndex(conn)));
+  } catch (err) {
+    post({ type: "log", line: `no CJK search index: ${toSessionDBError(err).message}` });
+  }
+  return hasCjkIndex(conn);
+}
+
+/**
+ * One chunk of CJK index upkeep while no request waits: index the backlog (a large file's first
+ * start), then sweep the entries of deleted messages once round. True while there is more.
+ * A locked file just means later.
+ */
+function idleCatchUp(conn: Connection): boolean {
+  try {
+    return inWriteTransaction(conn, () => {
+      if (catchUpCjkIndex(conn, CJK_IDLE_ROWS)) return true;
+      return sweepCjkIndex(conn);
+    });
+  } catch (err) {
+    if (!isBusyError(err)) post({ type: "log", line: `CJK index upkeep failed: ${toSessionDBError(err).message}` });
+    return false;
+  }
 }
 
 function schedule(): void {
@@ -243,7 +300,7 @@ function step(): void {
       pause(config.yieldMs);
       busySince = performance.now();
     }
-    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false).log !== 0;
+    if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false)?.log !== 0;
     if (!runBatch(conn)) {
       // Another process holds the write lock: try again shortly, with whatever arrives meanwhile.
       scheduled = true;
@@ -254,6 +311,8 @@ function step(): void {
     const { mode } = pendingCheckpoint;
     pendingCheckpoint = null;
     checkpoint(conn, mode, true);
+  } else if (cjkBehind && !held && !closing) {
+    cjkBehind = idleCatchUp(conn);
   } else if (closing && queue.length === 0) {
     checkpoint(conn, "TRUNCATE", false);
     conn.close();
@@ -261,7 +320,7 @@ function step(): void {
     port.close();
     return;
   }
-  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held)) {
+  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held) || (cjkBehind && !held)) {
     schedule();
   } else {
     busySince = null;
@@ -298,5 +357,6 @@ if (db !== null) {
     }
     schedule();
   });
-  post({ type: "ready" });
+  post({ type: "ready", newerVersion });
+  if (cjkBehind) schedule();
 }

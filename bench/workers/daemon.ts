@@ -3,7 +3,6 @@
  * keeping `inFlight` calls in flight (1: one at a time, like an agent; 64: the pipelining client).
  * Each call appends a message, or pings (the same round trip with no database work).
  */
-import { DaemonClient } from "../../src/client/daemon-client.js";
 import { openSessionDB } from "../../src/index.js";
 import { appendLoop, asNewMessage, loadMessages } from "./append-loop.js";
 import { ChildControl, runChild } from "./child-control.js";
@@ -14,11 +13,12 @@ runChild(async () => {
   const c = control.config;
   const messages = loadMessages(c.messagesFile);
   const db = await openSessionDB({ path: c.db, mode: "daemon", ...(c.socket !== null ? { socketPath: c.socket } : {}) });
-  if (!(db instanceof DaemonClient)) throw new Error("mode daemon opened no daemon client");
+  const daemon = db.daemon;
+  if (daemon === null) throw new Error("mode daemon opened no daemon client");
   await db.createSession(c.sessionId, "bench-daemon");
   const call =
     c.operation === "ping"
-      ? () => db.ping()
+      ? () => daemon.ping()
       : (n: number) => db.appendMessage(c.sessionId, asNewMessage(messages[(c.offset + n) % messages.length]!));
   const outcome = await appendLoop(control, { seconds: c.seconds, lanes: c.inFlight, warmup: c.warmup, perCall: 1 }, call);
   await db.close();

@@ -2,40 +2,21 @@
 
 It connects and writes exactly as the reference implementation does (timeout=1.0, autocommit,
 BEGIN IMMEDIATE, on "locked"/"busy" a rollback and a uniformly random 20-150 ms sleep, 15
-attempts in all) and counts its retries. Same protocol as the Node children (protocol.ts):
-config JSON in argv[1], "ready", then "go"/"stop" on stdin, the report as the last stdout line.
+attempts in all) and counts its retries. The convoy protocol is python_convoy.py's.
 """
 import json
 import os
 import random
 import sqlite3
 import sys
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_convoy import measure, report  # noqa: E402
 
 WRITE_MAX_RETRIES = 15
 WRITE_RETRY_MIN_S = 0.020
 WRITE_RETRY_MAX_S = 0.150
-
-
-class Control:
-    """Reads "go" and "stop" from stdin on a thread, so the write loop never blocks on it."""
-
-    def __init__(self):
-        self.go = threading.Event()
-        self.stop = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in sys.stdin:
-            word = line.strip()
-            if word == "go":
-                self.go.set()
-            elif word == "stop":
-                self.stop.set()
-                self.go.set()
-        self.stop.set()
-        self.go.set()
 
 
 def connect(path, synchronous):
@@ -99,70 +80,16 @@ def append_message(writer, session_id, msg):
     return writer.execute_write(do)
 
 
-def sched_times():
-    """(ms run, ms waiting for a core) of this process's threads, from Linux's schedstat; None elsewhere."""
-    try:
-        run = wait = 0
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                fields = f.read().split()
-            run += int(fields[0])
-            wait += int(fields[1])
-        return run / 1e6, wait / 1e6
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def main(config):
-    control = Control()
-    with open(config["messagesFile"], encoding="utf-8") as f:
-        messages = json.load(f)
     writer = Writer(connect(config["db"], config["synchronous"]))
     writer.execute_write(lambda c: c.execute(
         "INSERT OR IGNORE INTO sessions (id, source, started_at) VALUES (?, ?, ?)",
         (config["sessionId"], "bench-python", time.time()),
     ))
-    warmup_appends = 0
-    for n in range(config["warmup"]):
-        try:
-            append_message(writer, config["sessionId"], messages[(config["offset"] + n) % len(messages)])
-            warmup_appends += 1
-        except sqlite3.Error:
-            pass
-    writer.retries = 0
-    print("ready", flush=True)
-    control.go.wait()
-    cpu_before = time.process_time()
-    sched_before = sched_times()
-    start_ms = time.time() * 1000
-    deadline = time.perf_counter() + config["seconds"]
-    latencies = []
-    failures = 0
-    errors = {}
-    n = config["warmup"]
-    while not control.stop.is_set() and time.perf_counter() < deadline:
-        msg = messages[(config["offset"] + n) % len(messages)]
-        n += 1
-        t0 = time.perf_counter()
-        try:
-            append_message(writer, config["sessionId"], msg)
-            latencies.append(round((time.perf_counter() - t0) * 1000, 3))
-        except sqlite3.Error as exc:
-            failures += 1
-            key = str(exc)[:80]
-            errors[key] = errors.get(key, 0) + 1
-    end_ms = time.time() * 1000
-    cpu_ms = (time.process_time() - cpu_before) * 1000
-    sched_after = sched_times()
-    sched = None
-    if sched_before is not None and sched_after is not None:
-        sched = {"runMs": sched_after[0] - sched_before[0], "waitMs": sched_after[1] - sched_before[1]}
+    figures = measure(config, lambda msg: append_message(writer, config["sessionId"], msg), sqlite3.Error,
+                      lambda: writer.retries)
     writer.conn.close()
-    print(json.dumps({
-        "warmupAppends": warmup_appends, "appends": len(latencies), "failures": failures, "errors": errors,
-        "retries": writer.retries, "startMs": start_ms, "endMs": end_ms, "latenciesMs": latencies, "cpuMs": cpu_ms,
-        "sched": sched,
-    }), flush=True)
+    report(figures)
 
 
 if __name__ == "__main__":

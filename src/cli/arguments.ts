@@ -8,6 +8,13 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+/** A positive number of seconds; fractions allowed. */
+export function positiveSeconds(value: string): number {
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a positive number of seconds");
+  return n;
+}
+
 export function limit(value: string): number {
   const n = positiveInt(value);
   if (n > MAX_LIMIT) throw new InvalidArgumentError(`at most ${MAX_LIMIT}`);

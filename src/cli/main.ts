@@ -14,6 +14,7 @@ import { registerList } from "./commands/list.js";
 import { registerPrune } from "./commands/prune.js";
 import { registerSearch } from "./commands/search.js";
 import { registerServe } from "./commands/serve.js";
+import { registerService } from "./commands/service.js";
 import { registerShow } from "./commands/show.js";
 import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
@@ -24,7 +25,7 @@ const program = new Command()
   .name("sessiondb")
   .description("The session and message store of an AI agent: one SQLite file, served by a group-commit daemon.")
   .version(VERSION)
-  .option("--db <path>", "the database file (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)")
+  .option("--db <path>", "the database file, a leading ~ expanded (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)")
   .option("--direct", "open the file in this process even when a daemon serves it")
   .option("--json", "machine-readable output on stdout")
   .configureHelp({ showGlobalOptions: true })
@@ -34,7 +35,7 @@ const program = new Command()
 
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
-  registerImport, registerTitle, registerDelete, registerPrune, registerStats,
+  registerImport, registerTitle, registerDelete, registerPrune, registerStats, registerService,
 ]) {
   register(program);
 }

@@ -1,15 +1,19 @@
 /**
- * Which path a command takes: the daemon when one answers for the file (unless `--direct`), else
- * the file opened in this process. Commands that only read never create a missing file.
+ * Which path a command takes: `openSessionDB` decides (mode "auto": the daemon when one answers
+ * for the file, else the file opened in this process; `--direct` skips the daemon). Commands that
+ * only read open with `create: false`, so a missing file is never created.
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { DaemonClient } from "../client/daemon-client.js";
-import { toSessionDBError } from "../errors.js";
+import type { DatabaseFiles } from "../database-files.js";
+import { ForeignSocketError } from "../client/socket-trust.js";
+import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
-import type { SessionDB } from "../session-db.js";
-import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
+import { resolveOptions } from "../options.js";
+import type { DaemonControl } from "../protocol/control.js";
+import type { OpenOptions, SessionDB } from "../session-db.js";
 import { CliError } from "./cli-error.js";
+import { checkDatabaseFile } from "./database-file.js";
 import { Output } from "./output.js";
 
 /** The options every command takes. */
@@ -23,42 +27,63 @@ export function globalsOf(command: Command): GlobalOptions {
   return command.optsWithGlobals<GlobalOptions>();
 }
 
-/** The database file a command works on: `--db`, else the default of SPEC §2, links resolved. */
-export function databasePath(globals: GlobalOptions): string {
-  return realDatabasePath(globals.db ?? defaultDatabasePath());
+/** The library's options for the global flags: `--db` (else the default of SPEC §2) and `--direct`. */
+export function openOptions(globals: GlobalOptions, options: OpenOptions = {}): OpenOptions {
+  return { ...(globals.db !== undefined ? { path: globals.db } : {}), mode: globals.direct ? "direct" : "auto", ...options };
+}
+
+/** The database's files for the global flags, as the library resolves them, without opening anything. */
+export function filesOf(globals: GlobalOptions): DatabaseFiles {
+  return resolveOptions(openOptions(globals)).files;
 }
 
 export interface Store {
   readonly db: SessionDB;
-  /** The daemon's client when the command goes through the daemon, for its control ops. */
-  readonly daemon: DaemonClient | null;
+  /** The daemon's control ops when the command goes through the daemon. */
+  readonly daemon: DaemonControl | null;
+  /** The database's real path. */
   readonly path: string;
 }
 
+/** A handle the daemon serves, and that daemon's control ops. */
+export interface DaemonStore extends Store {
+  readonly daemon: DaemonControl;
+}
+
 /** The daemon serving the file, or null when none answers. */
-export async function connectDaemon(path: string): Promise<DaemonClient | null> {
+export async function connectDaemon(globals: GlobalOptions): Promise<DaemonStore | null> {
+  return (await daemonOrRefusal(globals)).store;
+}
+
+/**
+ * The daemon serving the file, or null with, in `refused`, why a socket found for it was not used
+ * (another user's, or one another user could swap: ForeignSocketError).
+ */
+export async function daemonOrRefusal(globals: GlobalOptions): Promise<{ store: DaemonStore | null; refused: string | null }> {
   try {
-    const db = await openSessionDB({ path, mode: "daemon" });
-    if (db instanceof DaemonClient) return db;
+    const db = await openSessionDB(openOptions(globals, { mode: "daemon" }));
+    const { daemon } = db;
+    if (daemon !== null) return { store: { db, daemon, path: db.files.db }, refused: null };
     await db.close();
-    return null;
   } catch (err) {
-    if (toSessionDBError(err).code === "UNAVAILABLE") return null;
-    throw err;
+    if (err instanceof ForeignSocketError) return { store: null, refused: err.message };
+    if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
+  return { store: null, refused: null };
 }
 
 /** Opens the store; `mustExist` (every command but `import`) refuses a missing file rather than creating it. */
 export async function openStore(globals: GlobalOptions, mustExist: boolean): Promise<Store> {
-  const path = databasePath(globals);
-  if (!globals.direct) {
-    const daemon = await connectDaemon(path);
-    if (daemon !== null) return { db: daemon, daemon, path };
+  // Said before SQLite's "unable to open database file"; a file still missing is the library's NOT_FOUND.
+  const path = filesOf(globals).db;
+  if (!mustExist || existsSync(path)) checkDatabaseFile(path);
+  try {
+    const db = await openSessionDB(openOptions(globals, { create: !mustExist }));
+    return { db, daemon: db.daemon, path: db.files.db };
+  } catch (err) {
+    if (!(err instanceof SessionDBError) || err.code !== "NOT_FOUND") throw err;
+    throw new CliError("NOT_FOUND", `${err.message}; give --db PATH or set $SESSIONDB_PATH`);
   }
-  if (mustExist && !existsSync(path)) {
-    throw new CliError("NOT_FOUND", `no database at ${path} (give --db PATH or set $SESSIONDB_PATH; nothing was created)`);
-  }
-  return { db: await openSessionDB({ path, mode: "direct" }), daemon: null, path };
 }
 
 /** Runs a command body with its store and output; the store is closed whatever happens. */

@@ -9,25 +9,29 @@ import pc from "picocolors";
 
 export type Colors = ReturnType<typeof pc.createColors>;
 
-/** Terminal width for tables: the terminal's, else `$COLUMNS`, else 100. */
-function terminalWidth(): number {
+/** Width for tables on a terminal: `$COLUMNS` when set (as `ls` does), else the terminal's, else 80. */
+function terminalWidth(stdout: { columns?: number }): number {
   const fromEnv = Number(process.env.COLUMNS);
-  return process.stdout.columns || (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 100);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv;
+  return stdout.columns || 80;
 }
 
 export class Output {
   readonly json: boolean;
+  /** Stdout is a terminal: tables fit its width; otherwise they are tab-separated and never cut. */
+  readonly terminal: boolean;
   readonly colorEnabled: boolean;
   readonly c: Colors;
   readonly width: number;
   readonly #stdout: Writable;
 
-  constructor(json: boolean, stdout: Writable & { isTTY?: boolean } = process.stdout) {
+  constructor(json: boolean, stdout: Writable & { isTTY?: boolean; columns?: number } = process.stdout) {
     this.json = json;
     this.#stdout = stdout;
-    this.colorEnabled = stdout.isTTY === true && !process.env.NO_COLOR;
+    this.terminal = stdout.isTTY === true;
+    this.colorEnabled = this.terminal && !process.env.NO_COLOR;
     this.c = pc.createColors(this.colorEnabled);
-    this.width = terminalWidth();
+    this.width = terminalWidth(stdout);
   }
 
   /** One line of text for people. */
@@ -63,6 +67,17 @@ export class Output {
     });
     table.push(...rows);
     this.line(table.toString().split("\n").map((l) => l.trimEnd()).join("\n"));
+  }
+
+  /** The same rows for programs: a header line, then one line per row, cells tab-separated, never cut. */
+  tsv(head: string[], rows: string[][]): void {
+    for (const cells of [head, ...rows]) this.line(cells.join("\t"));
+  }
+
+  /** A remark about the output, not part of it: on stdout for a terminal, else on stderr. */
+  note(text: string): void {
+    if (this.terminal) this.line(this.c.dim(text));
+    else process.stderr.write(`${text}\n`);
   }
 }
 

@@ -1,9 +1,10 @@
 import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
 
 /**
- * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT or a `shutdown`
- * request, then drains queued writes, checkpoints and exits 0; exits 1 when the database file was
- * replaced or removed under it (so a supervisor restarts it on the file now there).
+ * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT, a `shutdown`
+ * request or, with `idleExitMs`, that long without a client; then drains queued writes,
+ * checkpoints and exits 0. Exits 1 when the database file was replaced or removed under it (so a
+ * supervisor restarts it on the file now there).
  */
 export async function serve(options: DaemonOptions): Promise<void> {
   const daemon = await Daemon.start(options);

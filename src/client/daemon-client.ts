@@ -1,16 +1,17 @@
 import { connect, type Socket } from "node:net";
-import { fromWireError, invalidArgument, SessionDBError } from "../errors.js";
+import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import type { OpName } from "../operation-catalogue.js";
-import { checkPlainMessagePack, decodeBody, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES, FrameDecoder } from "../protocol/frame-codec.js";
+import type { CallOpName, OpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
+import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
-import type { ControlArgs, ControlOp, ControlResult, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
+import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { Store } from "../store.js";
 import { fileIdentity, sameFile } from "../file-identity.js";
 import { userName } from "../user-name.js";
+import { requestFrame, trimUndefined } from "./request-frame.js";
 import { checkSocket, ForeignSocketError } from "./socket-trust.js";
+import { argsForWire } from "./wire-args.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
@@ -45,7 +46,7 @@ function unavailable(socketPath: string, why: string): SessionDBError {
  * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
  * id, each with a deadline; `exportAll` streams in chunks, read only as fast as it is consumed.
  */
-export class DaemonClient implements SessionDB {
+export class DaemonClient extends Store implements DaemonControl {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
   readonly #socket: Socket;
@@ -64,6 +65,7 @@ export class DaemonClient implements SessionDB {
   readonly hungUp: Promise<void>;
 
   private constructor(socket: Socket, options: ResolvedOptions) {
+    super(options.files);
     this.#socket = socket;
     this.#writer = new FrameWriter(socket);
     this.#options = options;
@@ -123,14 +125,25 @@ export class DaemonClient implements SessionDB {
     }
   }
 
+  /** The handle's control of its daemon: this client itself. */
+  get daemon(): DaemonControl {
+    return this;
+  }
+
   /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */
   get connected(): boolean {
     return this.#lost === null;
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  call(name: OpName | ControlOp, args: readonly unknown[]): Promise<unknown> {
-    return this.#request(name, trimUndefined(args), this.#options.requestTimeoutMs);
+  protected call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+    let wire: unknown[];
+    try {
+      wire = argsForWire(name, trimUndefined(args));
+    } catch (err) {
+      return Promise.reject(toSessionDBError(err));
+    }
+    // The daemon answers each operation with what the catalogue says it returns.
+    return this.#request(name, wire, this.#options.requestTimeoutMs) as Promise<ResultOf<K>>;
   }
 
   /** Asks the daemon who it is. */
@@ -163,12 +176,12 @@ export class DaemonClient implements SessionDB {
     return this.#request(op, trimUndefined(args), this.#options.requestTimeoutMs) as Promise<ControlResult<K>>;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     const buffered: unknown[][] = [];
     let wake: (() => void) | null = null;
     let finished = false;
     let failure: SessionDBError | null = null;
-    const done = this.#request("exportAll", trimUndefined([opts]), this.#options.requestTimeoutMs, (items) => {
+    const done = this.#request(name, argsForWire(name, trimUndefined(args)), this.#options.requestTimeoutMs, (items) => {
       buffered.push(items);
       if (buffered.length >= MAX_BUFFERED_CHUNKS) this.#socket.pause();
       wake?.();
@@ -187,7 +200,7 @@ export class DaemonClient implements SessionDB {
         const items = buffered.shift();
         if (items !== undefined) {
           if (buffered.length < MAX_BUFFERED_CHUNKS) this.#socket.resume();
-          yield* items as SessionExport[];
+          yield* items as Array<ResultOf<K>>;
           continue;
         }
         if (failure !== null) throw failure;
@@ -308,37 +321,3 @@ export class DaemonClient implements SessionDB {
     this.#sweeper.unref();
   }
 }
-
-/**
- * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
- * or typed array, which become extension types the daemon refuses by closing the connection),
- * and requests larger than the daemon's frame limit (which it also answers by closing the
- * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
- */
-function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number): Buffer {
-  let frame: Buffer;
-  try {
-    frame = encodeFrame({ id, op, args, timeoutMs });
-    checkPlainMessagePack(frame.subarray(HEADER_BYTES));
-  } catch (err) {
-    throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
-  }
-  const bytes = frame.length - HEADER_BYTES;
-  if (bytes > DEFAULT_MAX_FRAME_BYTES) {
-    // Same code as an argument over its own limit in direct mode; the engine's checks are not
-    // loaded here, so the client never loads the SQLite driver.
-    throw invalidArgument(`${op}: the request is ${bytes} bytes, more than the ${DEFAULT_MAX_FRAME_BYTES} bytes the daemon accepts in one frame`);
-  }
-  return frame;
-}
-
-/** Trailing undefined arguments are left out, so "not given" stays "not given" on the daemon. */
-function trimUndefined(args: readonly unknown[]): unknown[] {
-  let end = args.length;
-  while (end > 0 && args[end - 1] === undefined) end--;
-  return args.slice(0, end);
-}
-
-export interface DaemonClient extends OperationMethods {}
-
-installOperationMethods(DaemonClient);

@@ -1,7 +1,8 @@
 import { toSessionDBError, type SessionDBError } from "../errors.js";
 import { fileIdentity } from "../file-identity.js";
 import type { ResolvedOptions } from "../options.js";
-import { identitySocketPath, socketPathFor } from "../socket-path.js";
+import { databaseFiles } from "../database-files.js";
+import { identitySocketPath } from "../socket-path.js";
 import { DaemonClient } from "./daemon-client.js";
 import { ForeignSocketError } from "./socket-trust.js";
 
@@ -47,5 +48,7 @@ export async function directOptions(options: ResolvedOptions): Promise<ResolvedO
   } catch {
     return options;
   }
-  return served === options.path ? options : { ...options, path: served, socketPath: socketPathFor(served) };
+  if (served === options.path) return options;
+  const files = databaseFiles(served);
+  return { ...options, path: files.db, files, socketPath: files.socket };
 }

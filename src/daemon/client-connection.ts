@@ -61,10 +61,6 @@ export class ClientConnection {
     return !this.#socket.destroyed && this.#socket.writable;
   }
 
-  get inFlight(): number {
-    return this.#inFlight;
-  }
-
   /** Sends one frame of a streamed reply, waiting while the client is slow to read. */
   async sendChunk(id: number, chunk: unknown[]): Promise<void> {
     if (!this.open) throw new SessionDBError("CLOSED", "the client went away");

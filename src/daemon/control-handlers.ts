@@ -27,7 +27,7 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
     }
   };
   return {
-    hello: (args) => hello(args[0], ctx.database),
+    hello: (args) => hello(args[0], ctx.database, ctx.writer.newerVersion),
     ping: () => "pong",
     stats: () => ctx.stats(),
     shutdown: () => {
@@ -52,12 +52,22 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
   };
 }
 
-function hello(opts: unknown, database: string): HelloResult {
+/** `newerVersion`: the file's schema version when a newer Hermes made it (served read-only), else null. */
+function hello(opts: unknown, database: string, newerVersion: number | null): HelloResult {
   const wanted = (opts as { protocol?: unknown } | undefined)?.protocol;
   if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
     throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
   }
-  return { server: "sessiondb", version: VERSION, protocol: PROTOCOL_VERSION, schemaVersion: SCHEMA_VERSION, pid: process.pid, database };
+  return {
+    server: "sessiondb",
+    version: VERSION,
+    protocol: PROTOCOL_VERSION,
+    schemaVersion: SCHEMA_VERSION,
+    pid: process.pid,
+    database,
+    readOnly: newerVersion !== null,
+    fileSchemaVersion: newerVersion ?? SCHEMA_VERSION,
+  };
 }
 
 /** The positive count a fault-injection op takes, or its default when it is left out. */

@@ -42,14 +42,21 @@ export interface DaemonOptions {
   maxQueue?: number;
   /** Deadline of a write whose client sent none, in ms. Default 60,000. */
   requestTimeoutMs?: number;
+  /**
+   * Stop cleanly once no client has been connected for this long, in ms (`serve --idle-exit`;
+   * daemons that clients start on demand must not outlive their use). Default: never.
+   */
+  idleExitMs?: number;
   /** Where one-line log events go. Default: stderr with a timestamp. */
   log?: (line: string) => void;
   /** Test hook: enables the `faultCrashWriter`, `faultCrashReader` and `faultMaxPageCount` control ops. */
   faultInjection?: boolean;
 }
 
-export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log">> {
+export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "idleExitMs">> {
   log: (line: string) => void;
+  /** Null: the daemon never stops for want of clients. */
+  idleExitMs: number | null;
   /** The database's files, from its real path, resolved once. */
   files: DatabaseFiles;
 }
@@ -85,6 +92,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
     maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
+    idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),
     log: options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} sessiondb: ${line}\n`)),
     faultInjection: options.faultInjection ?? false,
   };

@@ -1,10 +1,13 @@
-import { accessSync, closeSync, constants, mkdirSync, openSync } from "node:fs";
+import { accessSync, constants } from "node:fs";
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { createPrivateFile, makePrivateDir } from "../engine/private-files.js";
+import { SCHEMA_VERSION } from "../engine/schema.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import type { Page } from "../engine/operation.js";
+import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
@@ -17,6 +20,7 @@ import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
 import { WalGuard, walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { closeWhenIdle } from "./idle-exit.js";
 import { ReaderPool } from "./reader-pool.js";
 import { WriterClient } from "./writer-client.js";
 
@@ -72,7 +76,7 @@ export class Daemon {
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
     const { files } = resolved;
-    mkdirSync(dirname(resolved.path), { recursive: true });
+    makePrivateDir(dirname(resolved.path));
     const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let writer: WriterClient | undefined;
     let readers: ReaderPool | undefined;
@@ -92,14 +96,14 @@ export class Daemon {
         walLimitBytes: resolved.walLimitBytes,
         idleCheckpointMs: resolved.idleCheckpointMs,
         faultInjection: resolved.faultInjection,
-      }).catch((err: unknown) => {
+      }, resolved.log).catch((err: unknown) => {
         throw namingThePath(err, resolved.path);
       });
       readers = new ReaderPool(resolved.readers, {
         path: resolved.path,
         busyTimeoutMs: resolved.readerBusyTimeoutMs,
         faultInjection: resolved.faultInjection,
-      });
+      }, resolved.log);
       const daemon = new Daemon(resolved, locks, identity, writer, readers);
       try {
         await daemon.#listen();
@@ -110,6 +114,10 @@ export class Daemon {
       resolved.log(
         `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
       );
+      if (writer.newerVersion !== null) {
+        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      }
+      if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
       await writer?.close();
@@ -134,6 +142,8 @@ export class Daemon {
       version: VERSION,
       database: this.options.path,
       socket: this.options.socketPath,
+      readOnly: this.#writer.newerVersion !== null,
+      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -230,6 +240,7 @@ export class Daemon {
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
     if (kind === "write") {
+      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
       const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }
@@ -259,15 +270,15 @@ export class Daemon {
 }
 
 /**
- * The identity of the database file, created (empty, 0600) if missing. `serve` needs to write the
- * file and its directory (for `-wal` and `-shm`): it refuses a file it can only read, rather than
- * start and fail every write.
+ * The identity of the database file, created (empty, private) if missing. `serve` needs to write
+ * the file and its directory (for `-wal` and `-shm`): it refuses a file it can only read, rather
+ * than start and fail every write.
  */
 function servableFile(path: string): FileIdentity {
   try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+    createPrivateFile(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw cannotServe(path, err);
+    throw cannotServe(path, err);
   }
   for (const target of [path, dirname(path)]) {
     try {

@@ -1,6 +1,7 @@
-import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs";
+import { lstatSync, readlinkSync } from "node:fs";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import { openLockFile, type Connection } from "../engine/connection.js";
+import { createPrivateFile } from "../engine/private-files.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
 import { userName } from "../user-name.js";
@@ -52,15 +53,15 @@ export class InstanceLock {
 }
 
 /**
- * Creates the lock file exclusively and without following links, or checks the one there: root's
- * daemon must never create or write a file wherever a planted symbolic link (or hard link) points.
- * Its rollback journal is checked the same way.
+ * Creates the lock file private, exclusively and without following links (createPrivateFile), or
+ * checks the one there: root's daemon must never create or write a file wherever a planted
+ * symbolic link (or hard link) points. Its rollback journal is checked the same way.
  */
 function prepareLockFile(path: string): void {
   try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+    createPrivateFile(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw lockFileError(path, err);
+    throw lockFileError(path, err);
   }
   for (const file of [path, `${path}-journal`]) {
     const stat = lstatSync(file, { throwIfNoEntry: false });

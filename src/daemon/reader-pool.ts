@@ -2,7 +2,7 @@ import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
 import type { ReaderStats } from "../protocol/control.js";
-import type { ReadOutcome, ReaderConfig, ReadTask } from "../protocol/reader-messages.js";
+import type { ReadOutcome, ReaderConfig, ReadTask } from "./reader-messages.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 /**
@@ -25,7 +25,8 @@ export class ReaderPool {
   #openGate: (() => void) | null = null;
   #drained: Array<() => void> = [];
 
-  constructor(threads: number, config: ReaderConfig) {
+  /** What the threads have to say goes to `log` (the daemon's). */
+  constructor(threads: number, config: ReaderConfig, log: (line: string) => void) {
     this.#threads = threads;
     this.#pool = new Piscina<ReadTask, ReadOutcome>({
       filename: READER_URL.href,
@@ -37,7 +38,7 @@ export class ReaderPool {
     });
     // A thread failing outside a task (its connection could not be opened) is reported as an
     // 'error' event: unheard, it would take the whole daemon down.
-    this.#pool.on("error", (err: Error) => console.error(`sessiondb: a reader thread failed: ${err.message}`));
+    this.#pool.on("error", (err: Error) => log(`a reader thread failed: ${err.message}`));
   }
 
   async run(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {

@@ -48,6 +48,7 @@ export class WalGuard {
 
   async #check(): Promise<void> {
     if (this.#truncating || this.#stopped || Date.now() < this.#retryAt) return;
+    if (this.#writer.newerVersion !== null) return; // a newer Hermes's file: not ours to checkpoint
     const size = walSize(this.#wal);
     if (size <= this.#limitBytes) return;
     this.#truncating = true;
@@ -61,6 +62,9 @@ export class WalGuard {
       this.#log(
         `checkpoint TRUNCATE: WAL was ${(size / 1048576).toFixed(1)} MiB; ${result.busy ? "incomplete (another process is reading)" : "done"}, now ${(walSize(this.#wal) / 1048576).toFixed(1)} MiB`,
       );
+    } catch (err) {
+      this.#retryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;
+      this.#log(`checkpoint TRUNCATE failed: WAL is ${(size / 1048576).toFixed(1)} MiB: ${(err as Error).message}`);
     } finally {
       this.#writer.hold(false);
       this.#readers.resume();

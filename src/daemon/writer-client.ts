@@ -9,7 +9,7 @@ import type {
   WriteJob,
   WriteOutcome,
   WriterConfig,
-} from "../protocol/writer-messages.js";
+} from "./writer-messages.js";
 
 const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
 
@@ -48,7 +48,7 @@ export class WriterClient {
   #worker!: Worker;
   #pending = new Map<number, Pending>();
   #outbox: WriteJob[] = [];
-  #checkpointWaiters: Array<(r: CheckpointResult) => void> = [];
+  #checkpointWaiters: Pending[] = [];
   #seq = 0;
   #closing: Promise<void> | null = null;
   #batches = 0;
@@ -58,14 +58,19 @@ export class WriterClient {
   #lockMs = new Window();
   #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
   #restarts = 0;
-  onCheckpoint: ((result: CheckpointResult) => void) | null = null;
+  /** The file's schema version when a newer Hermes made it (the file is served read-only), else null. */
+  newerVersion: number | null = null;
 
-  private constructor(config: WriterConfig) {
+  readonly #log: (line: string) => void;
+
+  private constructor(config: WriterConfig, log: (line: string) => void) {
     this.#config = config;
+    this.#log = log;
   }
 
-  static async start(config: WriterConfig): Promise<WriterClient> {
-    const client = new WriterClient(config);
+  /** Starts the writer thread; what it has to say goes to `log` (the daemon's). */
+  static async start(config: WriterConfig, log: (line: string) => void): Promise<WriterClient> {
+    const client = new WriterClient(config, log);
     await client.#spawn();
     return client;
   }
@@ -91,9 +96,10 @@ export class WriterClient {
     if (jobs.length > 0) this.#send({ type: "writes", jobs });
   }
 
+  /** The checkpoint's result; rejects when it failed. */
   checkpoint(mode: "PASSIVE" | "TRUNCATE"): Promise<CheckpointResult> {
-    return new Promise((resolve) => {
-      this.#checkpointWaiters.push(resolve);
+    return new Promise((resolve, reject) => {
+      this.#checkpointWaiters.push({ resolve: (r) => resolve(r as CheckpointResult), reject });
       this.#send({ type: "checkpoint", mode });
     });
   }
@@ -153,6 +159,7 @@ export class WriterClient {
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
+          this.newerVersion = message.newerVersion;
           resolve();
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));
@@ -162,7 +169,7 @@ export class WriterClient {
       });
       worker.on("error", (err) => {
         if (!ready) reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${err.message}`));
-        else console.error(`sessiondb: the writer thread died: ${err.message}`);
+        else this.#log(`the writer thread died: ${err.message}`);
       });
       worker.on("exit", () => {
         if (!ready) {
@@ -188,13 +195,15 @@ export class WriterClient {
     for (const p of lost.values()) {
       p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
     }
-    for (const waiter of this.#checkpointWaiters.splice(0)) waiter({ mode: "PASSIVE", busy: 1, log: -1, checkpointed: -1 });
+    for (const waiter of this.#checkpointWaiters.splice(0)) {
+      waiter.reject(new SessionDBError("INTERNAL", "the writer thread died before the checkpoint ran"));
+    }
     for (;;) {
       try {
         await this.#spawn();
         return;
       } catch (err) {
-        console.error(`sessiondb: restarting the writer thread failed: ${(err as Error).message}; retrying`);
+        this.#log(`restarting the writer thread failed: ${(err as Error).message}; retrying`);
         await new Promise((r) => setTimeout(r, 500));
         if (this.#closing !== null) return;
       }
@@ -229,10 +238,19 @@ export class WriterClient {
         if (r.mode === "PASSIVE") this.#checkpoints.passive++;
         else this.#checkpoints.truncate++;
         this.#checkpoints.lastLogFrames = r.log;
-        this.onCheckpoint?.(r);
-        if (message.requested) this.#checkpointWaiters.shift()?.(r);
+        if (message.requested) this.#checkpointWaiters.shift()?.resolve(r);
         break;
       }
+      case "checkpointFailed": {
+        const err = fromWireError(message.error);
+        if (message.requested) this.#checkpointWaiters.shift()?.reject(err);
+        // Another connection holding what an idle checkpoint needs is routine: the next one catches up.
+        else if (err.code !== "BUSY") this.#log(`checkpoint failed: ${err.message}`);
+        break;
+      }
+      case "log":
+        this.#log(message.line);
+        break;
       case "closed":
         break;
     }

@@ -1,71 +1,80 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { ExportOptions, SessionDB, SessionExport } from "../session-db.js";
-import { openConnection, type Connection } from "../engine/connection.js";
-import type { Args } from "../engine/args.js";
+import type { Connection } from "../engine/connection.js";
+import { newerSchemaError } from "../engine/database-file.js";
+import { openDatabase } from "../engine/open-database.js";
+import { makePrivateDir } from "../engine/private-files.js";
+import { catchUpCjkIndex } from "../engine/cjk-index.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
-import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
-import { ensureSchema } from "../engine/schema.js";
-import { busyFailure, inWriteTransaction, jitterMs, retryBusySync } from "../engine/transaction.js";
-import { installOperationMethods, type OperationMethods } from "../operation-methods.js";
+import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
+import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
+import { Store } from "../store.js";
 
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
- * COMMIT`; a busy database is retried after a random 20–150 ms pause, up to 15 attempts, then
- * fails with BUSY. Writes from one handle keep their order; reads run at once.
+ * COMMIT`; a busy database is retried after a random 20–150 ms pause (growing after 2 s) until
+ * the retry budget (default 20 s) is spent, then fails with BUSY. Writes from one handle keep
+ * their order; reads run at once.
  */
-export class DirectStore implements SessionDB {
+export class DirectStore extends Store {
   readonly mode = "direct" as const;
+  readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
+  /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
+  readonly #newerVersion: number | null;
   #writesSinceCheckpoint = 0;
   #writeQueue: Promise<unknown> = Promise.resolve();
   #closed: Promise<void> | null = null;
 
-  private constructor(db: Connection, options: ResolvedOptions) {
+  private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
+    super(options.files);
     this.#db = db;
     this.#options = options;
+    this.#newerVersion = newerVersion;
   }
 
-  /** Opens (creating when missing) and migrates the file. */
+  /**
+   * Opens the file: initialises a missing or empty one (unless `create` is false), migrates an
+   * older one, opens a newer one read-only and refuses anything else untouched.
+   */
   static open(options: ResolvedOptions): DirectStore {
-    mkdirSync(dirname(options.path), { recursive: true });
-    let db: Connection | undefined;
     try {
-      // Switching a file to WAL needs an exclusive lock that SQLite refuses at once (no busy wait)
-      // while another process is switching or migrating it too, so opening retries like a write.
-      db = retryBusySync(options.retry, () => openConnection(options.path, { busyTimeoutMs: options.busyTimeoutMs }));
-      ensureSchema(db, options.retry);
-      return new DirectStore(db, options);
+      if (options.create) makePrivateDir(dirname(options.path));
+      const { db, newerVersion } = openDatabase(options.path, {
+        busyTimeoutMs: options.busyTimeoutMs,
+        retry: options.retry,
+        create: options.create,
+      });
+      return new DirectStore(db, options, newerVersion);
     } catch (err) {
-      db?.close();
       throw toSessionDBError(err);
     }
   }
 
-  /** Runs one operation of the table by name; the typed methods all come through here. */
-  async call(name: OpName, args: Args): Promise<unknown> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     const db = this.#connection();
-    const kind = OPERATION_KINDS[name];
-    if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
     const params = parseOperation(name, args);
-    if (kind === "read") return this.#withRetry(() => runOperation(db, name, params), false);
-    const result = this.#writeQueue.then(() => this.#withRetry(() => runOperation(db, name, params), true));
+    // The engine's table returns what the catalogue says this operation returns.
+    const run = () => runOperation(db, name, params) as ResultOf<K>;
+    const kind = OPERATION_KINDS[name];
+    if (kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
+    if (kind === "read") return this.#withRetry(run, false);
+    const result = this.#writeQueue.then(() => this.#withRetry(run, true));
     this.#writeQueue = result.catch(() => undefined);
     return result;
   }
 
-  async *exportAll(opts?: ExportOptions): AsyncIterable<SessionExport> {
-    const params = parseOperation("exportAll", [opts]);
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
     let cursor: unknown = null;
     do {
       const db = this.#connection();
-      const page = await this.#withRetry(() => runPage(db, "exportAll", params, cursor), false);
-      yield* page.items as SessionExport[];
+      const page = await this.#withRetry(() => runPage(db, name, params, cursor), false);
+      yield* page.items as Array<ResultOf<K>>;
       cursor = page.next;
     } while (cursor !== null);
   }
@@ -75,7 +84,7 @@ export class DirectStore implements SessionDB {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;
-      checkpoint(db);
+      if (this.#newerVersion === null) checkpoint(db);
       db.close();
     });
     return this.#closed;
@@ -89,17 +98,19 @@ export class DirectStore implements SessionDB {
   /** One attempt per turn of the event loop: other work goes on while a writer waits for its turn. */
   async #withRetry<T>(fn: () => T, isWrite: boolean): Promise<T> {
     const { retry } = this.#options;
+    const startedAt = performance.now();
     for (let attempt = 1; ; attempt++) {
       const db = this.#db;
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
       try {
-        const result = isWrite ? inWriteTransaction(db, fn) : fn();
+        const result = isWrite ? inWriteTransaction(db, () => withCjkCatchUp(db, fn)) : fn();
         if (isWrite) this.#afterWrite(db);
         return result;
       } catch (err) {
         if (!isBusyError(err)) throw toSessionDBError(err);
-        if (attempt >= retry.maxAttempts) throw busyFailure(attempt, err);
-        await sleep(jitterMs(retry));
+        const delay = retryDelayMs(retry, attempt, startedAt);
+        if (delay === null) throw busyFailure(attempt, startedAt, err);
+        await sleep(delay);
       }
     }
   }
@@ -113,6 +124,16 @@ export class DirectStore implements SessionDB {
   }
 }
 
+/**
+ * A write that also brings the CJK index up to date when the file has one (a daemon made it):
+ * a few statements, and searches then scan fewer messages above its mark.
+ */
+function withCjkCatchUp<T>(db: Connection, fn: () => T): T {
+  const result = fn();
+  catchUpCjkIndex(db);
+  return result;
+}
+
 /** Best effort: a PASSIVE checkpoint never waits and never fails a caller. */
 function checkpoint(db: Connection): void {
   try {
@@ -121,7 +142,3 @@ function checkpoint(db: Connection): void {
     // Another connection may hold what it needs; the next checkpoint catches up.
   }
 }
-
-export interface DirectStore extends OperationMethods {}
-
-installOperationMethods(DirectStore);

@@ -4,10 +4,15 @@
  * `INVALID_ARGUMENT`. The documented limits keep one request from pinning memory or the lock.
  */
 import { invalidArgument } from "../errors.js";
+import { wellFormed, withWellFormedKeys } from "./well-formed.js";
 
 /** Longest id, source, role, model, title looked up, filter entry or search query. */
 export const MAX_NAME_LENGTH = 4096;
-/** Largest text field (content, system prompt, reasoning, serialized JSON), in UTF-8 bytes. */
+/**
+ * Largest text field (content, system prompt, reasoning, serialized JSON), in UTF-8 bytes; also
+ * the most the text fields of one message or one new session hold together, so that whatever
+ * direct mode accepts fits in one frame to the daemon (16 MiB) and both modes accept the same.
+ */
 export const MAX_TEXT_BYTES = 15 * 1024 * 1024;
 /** Most entries in a filter list. */
 export const MAX_FILTER_ENTRIES = 1000;
@@ -22,13 +27,13 @@ function describe(value: unknown): string {
   return typeof value === "string" ? "a string" : `${typeof value}`;
 }
 
-/** A required string of bounded length. */
+/** A required string of bounded length, well-formed (see well-formed.ts). */
 export function str(value: unknown, name: string, maxLength = MAX_NAME_LENGTH): string {
   if (typeof value !== "string") throw invalidArgument(`${name} must be a string, got ${describe(value)}`);
   if (value.length > maxLength) {
     throw invalidArgument(`${name} is too long (${value.length} characters, max ${maxLength})`);
   }
-  return value;
+  return wellFormed(value);
 }
 
 /** A required, non-empty string. */
@@ -48,13 +53,23 @@ export function optText(value: unknown, name: string): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== "string") throw invalidArgument(`${name} must be a string or null, got ${describe(value)}`);
   checkTextSize(value, name);
-  return value;
+  return wellFormed(value);
 }
 
 function checkTextSize(value: string, name: string): void {
   // A string of n UTF-16 units holds at most 3n UTF-8 bytes: only long strings need counting.
   if (value.length * 3 > MAX_TEXT_BYTES && Buffer.byteLength(value, "utf8") > MAX_TEXT_BYTES) {
     throw invalidArgument(`${name} is too large (over ${MAX_TEXT_BYTES} bytes)`);
+  }
+}
+
+/** The text fields of one request together stay within MAX_TEXT_BYTES (see there). */
+export function checkTotalText(name: string, texts: ReadonlyArray<string | null>): void {
+  const present = texts.filter((t): t is string => t !== null);
+  if (present.reduce((n, t) => n + t.length * 3, 0) <= MAX_TEXT_BYTES) return;
+  const bytes = present.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0);
+  if (bytes > MAX_TEXT_BYTES) {
+    throw invalidArgument(`${name} is too large: its text fields hold ${bytes} bytes together, over ${MAX_TEXT_BYTES}`);
   }
 }
 
@@ -68,9 +83,14 @@ export function optNumber(value: unknown, name: string): number | null | undefin
 }
 
 export function optInteger(value: unknown, name: string): number | null {
+  return optCount(value, name) ?? null;
+}
+
+/** A token count: an integer within ±(2^53 - 1), or null sent explicitly, or undefined when absent. */
+export function optCount(value: unknown, name: string): number | null | undefined {
   const n = optNumber(value, name);
-  if (n === undefined || n === null) return null;
-  if (!Number.isSafeInteger(n)) throw invalidArgument(`${name} must be an integer, got ${n}`);
+  if (n === undefined || n === null) return n;
+  if (!Number.isSafeInteger(n)) throw invalidArgument(`${name} must be an integer within ±(2^53 - 1), got ${n}`);
   return n;
 }
 
@@ -123,13 +143,15 @@ export function truthy(value: unknown): boolean {
 }
 
 /**
- * Refuses values JSON would quietly turn into something else (a Date into a string, a Map into
- * `{}`): only plain objects and arrays nest. The daemon could not receive them either, so both
- * modes refuse the same values.
+ * Refuses values JSON would quietly turn into something else (a Map into `{}`): only plain
+ * objects and arrays nest, besides objects that say how they serialize (`toJSON`, e.g. a Date),
+ * which are stored as that. BigInt is refused. The daemon client sends exactly this (see
+ * client/wire-args.ts), so both modes store or refuse the same values.
  */
 function plainOnly(this: unknown, key: string, value: unknown): unknown {
   const original = (this as Record<string, unknown>)[key];
-  if (typeof original === "object" && original !== null && !Array.isArray(original)) {
+  const serializesItself = typeof (original as { toJSON?: unknown } | null)?.toJSON === "function";
+  if (typeof original === "object" && original !== null && !Array.isArray(original) && !serializesItself) {
     const proto = Object.getPrototypeOf(original) as unknown;
     if (proto !== Object.prototype && proto !== null) {
       throw new TypeError(`${(original as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
@@ -138,6 +160,8 @@ function plainOnly(this: unknown, key: string, value: unknown): unknown {
   if (typeof original === "bigint" || typeof original === "function" || typeof original === "symbol") {
     throw new TypeError(`a ${typeof original} is not JSON data`);
   }
+  if (typeof value === "string") return wellFormed(value);
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return withWellFormedKeys(value);
   return value;
 }
 

@@ -35,6 +35,8 @@ export interface ConnectionOptions {
   busyTimeoutMs: number;
   /** `FULL` (the default) survives power loss; `NORMAL` may lose the last commits on power loss. */
   synchronous?: "FULL" | "NORMAL";
+  /** Switch a writable connection's file to WAL (default true). */
+  wal?: boolean;
 }
 
 /** Opens a connection with the pragmas every connection to the file uses (SPEC §1). */
@@ -45,7 +47,7 @@ export function openConnection(path: string, options: ConnectionOptions): Connec
     timeout: options.busyTimeoutMs,
   });
   try {
-    if (!options.readonly) db.pragma("journal_mode = WAL");
+    if (!options.readonly && options.wal !== false) db.pragma("journal_mode = WAL");
     db.pragma("foreign_keys = ON");
     db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
   } catch (err) {

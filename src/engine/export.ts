@@ -3,7 +3,7 @@ import type { SessionExport, SessionRow } from "../session-db.js";
 import { arity, field, optObject, optStr, str } from "./args.js";
 import { sql } from "./connection.js";
 import { messagesOf } from "./messages.js";
-import { read, stream } from "./operation.js";
+import { read, stream } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 import { getSessionRow } from "./sessions.js";
 

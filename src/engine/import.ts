@@ -2,15 +2,16 @@
  * Restoring one exported session (a line of `exportAll`) in one write: the `importSession`
  * operation behind `sessiondb import`.
  */
-import { invalidArgument, SessionDBError } from "../errors.js";
+import { invalidArgument } from "../errors.js";
 import type { ImportResult } from "../session-db.js";
 import {
-  arity, field, nonEmpty, optBool, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
+  arity, field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
 } from "./args.js";
 import { sql, type Connection } from "./connection.js";
-import { write } from "./operation.js";
+import { write } from "./define-operation.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS } from "./rows.js";
-import { sanitizeTitle } from "./titles.js";
+import { toolCallCount } from "./messages.js";
+import { assertTitleFree, sanitizeTitle } from "./titles.js";
 
 /** Most messages one imported session may hold. */
 export const MAX_IMPORT_MESSAGES = 1_000_000;
@@ -41,7 +42,7 @@ const optionalNumber: Parser = (value, name) => optNumber(value, name) ?? null;
 
 /** A token counter: absent gives the column default 0, an explicit null stays NULL. */
 const tokenCounter: Parser = (value, name) => {
-  const n = optNumber(value, name);
+  const n = optCount(value, name);
   return n === undefined ? 0 : n;
 };
 
@@ -110,11 +111,6 @@ function asObject(value: unknown, name: string): Readonly<Record<string, unknown
 }
 
 /** As `appendMessage` counts them: an array's length, 1 for any other value, 0 for none. */
-function toolCallsIn(value: unknown): number {
-  if (value === undefined || value === null) return 0;
-  return Array.isArray(value) ? value.length : 1;
-}
-
 function parseMessage(value: unknown, name: string, sessionId: string): MessageValues {
   const m = asObject(value, name);
   const id = optInteger(field(m, "id"), `${name}.id`);
@@ -154,7 +150,7 @@ function parseImport(args: readonly unknown[]): ImportParams {
     session: {
       ...columns,
       message_count: messages.length,
-      tool_call_count: raw.reduce((n: number, m: unknown) => n + toolCallsIn(field(m as Record<string, unknown>, "tool_calls")), 0),
+      tool_call_count: raw.reduce((n: number, m: unknown) => n + toolCallCount(field(m as Record<string, unknown>, "tool_calls")), 0),
     },
     messages,
     idsUsable: !ids.has(null) && ids.size === messages.length,
@@ -184,12 +180,7 @@ function runImport(db: Connection, p: ImportParams): ImportResult {
   if (sessionExists(db, session.id)) return { status: "exists", ...nothing };
   const parentMissing = session.parent_session_id !== null && !sessionExists(db, session.parent_session_id);
   if (parentMissing && !p.detachMissingParent) return { status: "parent-missing", ...nothing };
-  if (session.title !== null) {
-    const owner = sql(db, "SELECT id FROM sessions WHERE title = ?").pluck().get(session.title) as string | undefined;
-    if (owner !== undefined) {
-      throw new SessionDBError("TITLE_IN_USE", `Title '${session.title}' is already in use by session ${owner}`);
-    }
-  }
+  if (session.title !== null) assertTitleFree(db, String(session.title), null);
   sql(db, INSERT_SESSION).run(parentMissing ? { ...session, parent_session_id: null } : session);
   const keepIds = canKeepIds(db, p);
   const insert = sql(db, INSERT_MESSAGE);

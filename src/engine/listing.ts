@@ -2,7 +2,7 @@
 import type { RichSessionRow } from "../session-db.js";
 import { arity, count, field, optBool, optObject, optStr, optStrList, str } from "./args.js";
 import { sql, type Connection } from "./connection.js";
-import { read } from "./operation.js";
+import { read } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 
 const MAX_CHAIN_HOPS = 100;

@@ -1,14 +1,14 @@
 /** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
-  arity, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str,
+  arity, checkTotalText, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str,
 } from "./args.js";
 import { now, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { decodeJson, decodeMessage, MESSAGE_SELECT } from "./rows.js";
 
 /** Tool calls counted for a message: an array's length, 1 for any other value, 0 when absent. */
-function toolCallCount(toolCalls: unknown): number {
+export function toolCallCount(toolCalls: unknown): number {
   if (toolCalls === undefined || toolCalls === null) return 0;
   return Array.isArray(toolCalls) ? toolCalls.length : 1;
 }
@@ -18,7 +18,7 @@ export const appendMessage = write(
     arity(args, 2, "appendMessage");
     const msg = optObject(args[1], "msg");
     const toolCalls = field(msg, "toolCalls");
-    return {
+    const params = {
       sessionId: str(args[0], "sessionId"),
       role: nonEmpty(field(msg, "role"), "msg.role"),
       content: optText(field(msg, "content"), "msg.content"),
@@ -32,6 +32,8 @@ export const appendMessage = write(
       codexReasoningItems: optJson(field(msg, "codexReasoningItems"), "msg.codexReasoningItems"),
       toolCallIncrement: toolCallCount(toolCalls),
     };
+    checkTotalText("appendMessage", [params.content, params.toolCalls, params.reasoning, params.reasoningDetails, params.codexReasoningItems]);
+    return params;
   },
   (db, p): number => {
     const { lastInsertRowid } = sql(

@@ -6,7 +6,7 @@
 import { OPERATION_KINDS, type OpName, type ResultOf } from "../operation-catalogue.js";
 import type { Args } from "./args.js";
 import type { Connection } from "./connection.js";
-import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./operation.js";
+import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
 import * as exporting from "./export.js";
 import * as importing from "./import.js";
 import * as listing from "./listing.js";

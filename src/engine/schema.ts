@@ -1,8 +1,9 @@
 import { SessionDBError } from "../errors.js";
 import type { Connection } from "./connection.js";
 import { inWriteTransaction, retryBusySync, type RetryPolicy } from "./transaction.js";
+import { SCHEMA_VERSION } from "./schema-version.js";
 
-export const SCHEMA_VERSION = 6;
+export { SCHEMA_VERSION };
 
 const TABLES_SQL = `
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -98,11 +99,11 @@ const V6_MESSAGE_COLUMNS: ReadonlyArray<readonly [string, string]> = [
   ["codex_reasoning_items", "TEXT"],
 ];
 
-function tableExists(db: Connection, name: string): boolean {
+export function tableExists(db: Connection, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE name = ?").get(name) !== undefined;
 }
 
-function readVersion(db: Connection): number | null {
+export function readVersion(db: Connection): number | null {
   if (!tableExists(db, "schema_version")) return null;
   const row = db.prepare("SELECT version FROM schema_version LIMIT 1").get() as { version: number } | undefined;
   return row?.version ?? null;

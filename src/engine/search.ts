@@ -1,38 +1,13 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
+import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
+import { cjkCandidates } from "./cjk-index.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
-import { read } from "./operation.js";
+import { read } from "./define-operation.js";
+import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
 
-const WORD = "[\\p{L}\\p{N}_]";
-// Placeholders for protected phrases use private-use characters, which are never word characters.
-const PHRASE_OPEN = "\uE000";
-const PHRASE_CLOSE = "\uE001";
-
-/**
- * Turns what a person typed into a valid FTS5 query, in the six steps of SPEC §3.1: keep balanced
- * phrases, drop stray operators and quotes, tame `*`, drop dangling AND/OR/NOT, quote dotted and
- * hyphenated terms so the tokenizer keeps them together.
- */
-export function sanitizeFtsQuery(query: string): string {
-  const phrases: string[] = [];
-  let s = query.replace(/[\uE000\uE001]/g, "");
-  s = s.replace(/"[^"]*"/g, (phrase) => `${PHRASE_OPEN}${phrases.push(phrase) - 1}${PHRASE_CLOSE}`);
-  s = s.replace(/[+{}()"^]/g, " ");
-  s = s.replace(/\*+/g, "*").replace(/(^|\s)\*/gu, "$1");
-  s = s.trim().replace(new RegExp(`^(AND|OR|NOT)(?!${WORD})\\s*`, "iu"), "");
-  s = s.trim().replace(/\s+(AND|OR|NOT)\s*$/iu, "");
-  s = s.replace(new RegExp(`(?<!${WORD})(${WORD}+(?:[.-]${WORD}+)+)(?!${WORD})`, "gu"), '"$1"');
-  s = s.replace(new RegExp(`${PHRASE_OPEN}(\\d+)${PHRASE_CLOSE}`, "g"), (_, i: string) => phrases[Number(i)] ?? "");
-  return s.trim();
-}
-
-const CJK = /[\u4E00-\u9FFF\u3400-\u4DBF\u{20000}-\u{2A6DF}\u3000-\u303F\u3040-\u309F\u30A0-\u30FF\uAC00-\uD7AF]/u;
-
-/** True when the text has a Chinese, Japanese or Korean character (the ranges of SPEC §3.1). */
-export function containsCjk(text: string): boolean {
-  return CJK.test(text);
-}
+export { containsCjk, sanitizeFtsQuery };
 
 export interface SearchParams {
   query: string;
@@ -60,10 +35,16 @@ const FTS_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "snippet(messages_fts
   WHERE messages_fts MATCH @match ${FILTERS}
   ORDER BY rank LIMIT @limit OFFSET @offset`;
 
-const LIKE_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
-  FROM messages m JOIN sessions s ON s.id = m.session_id
-  WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
-  ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset`;
+/**
+ * `{from}` is the plain scan (`messages m`) or the CJK index's candidates (./cjk-index.ts). The
+ * page is chosen first and the snippets cut for its rows only.
+ */
+const LIKE_SQL = `WITH page AS MATERIALIZED (SELECT m.id, m.timestamp FROM {from} JOIN sessions s ON s.id = m.session_id
+    WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
+    ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset)
+  SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
+  FROM page CROSS JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
+  ORDER BY page.timestamp DESC, page.id DESC`;
 
 const PREV_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content FROM messages
   WHERE session_id = @session AND (timestamp < @ts OR (timestamp = @ts AND id < @id)) ORDER BY timestamp DESC, id DESC LIMIT 1`;
@@ -71,7 +52,7 @@ const NEXT_SQL = `SELECT role, substr(COALESCE(content, ''), 1, 200) AS content 
   WHERE session_id = @session AND (timestamp > @ts OR (timestamp = @ts AND id > @id)) ORDER BY timestamp, id LIMIT 1`;
 
 function isFtsQueryError(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === "SQLITE_ERROR";
+  return errorCode(err) === "SQLITE_ERROR";
 }
 
 /** The hit with the message before and after it in the same session, by (timestamp, id). */
@@ -101,7 +82,11 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   }
   if (hits.length === 0 && containsCjk(sanitized)) {
     const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
-    hits = sql(db, LIKE_SQL).all({ ...filters, raw, pattern: `%${escapeLike(raw)}%` }) as HitRow[];
+    const like = { ...filters, raw, pattern: `%${escapeLike(raw)}%` };
+    const indexed = cjkCandidates(db, raw);
+    hits = (indexed === null
+      ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
+      : sql(db, LIKE_SQL.replace("{from}", indexed.from)).all({ ...like, trigrams: indexed.trigrams })) as HitRow[];
   }
   return hits.map((hit) => withContext(db, hit));
 }

@@ -2,10 +2,10 @@
 import { invalidArgument } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
-  arity, count, field, nonEmpty, optBool, optJson, optNumber, optObject, optStr, optText, str,
+  arity, checkTotalText, count, field, nonEmpty, optBool, optCount, optJson, optNumber, optObject, optStr, optText, str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 
 export function getSessionRow(db: Connection, id: string): SessionRow | null {
@@ -20,7 +20,7 @@ export const createSession = write(
     if (source === undefined || source === null || source === "") {
       throw invalidArgument("source is required and must be a non-empty string");
     }
-    return {
+    const params = {
       id: nonEmpty(args[0], "id"),
       source: str(source, "source"),
       model: optStr(field(opts, "model"), "opts.model"),
@@ -29,6 +29,8 @@ export const createSession = write(
       userId: optStr(field(opts, "userId"), "opts.userId"),
       parentSessionId: optStr(field(opts, "parentSessionId"), "opts.parentSessionId"),
     };
+    checkTotalText("createSession", [params.modelConfig, params.systemPrompt]);
+    return params;
   },
   (db, p) => {
     sql(
@@ -133,7 +135,7 @@ export const updateTokenCounts = write(
     const opts = optObject(args[2], "opts");
     const params: Record<string, string | number | null> = { id: str(args[0], "id") };
     for (const [key, col] of TOKEN_FIELDS) {
-      const value = optNumber(field(usage, key), `usage.${key}`);
+      const value = optCount(field(usage, key), `usage.${key}`);
       params[col] = value === undefined ? 0 : value; // left out counts as 0; an explicit null writes NULL
     }
     params.estimated = optNumber(field(usage, "estimatedCostUsd"), "usage.estimatedCostUsd") ?? null;

@@ -2,7 +2,7 @@
 import type { SourceCount } from "../session-db.js";
 import { arity } from "./args.js";
 import { sql } from "./connection.js";
-import { read } from "./operation.js";
+import { read } from "./define-operation.js";
 
 export const sourceCounts = read(
   (args) => {

@@ -3,30 +3,16 @@ import { SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import { arity, optText, str } from "./args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
-import { read, write } from "./operation.js";
+import { read, write } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
+import { MAX_TITLE_LENGTH, sanitizeTitle } from "./title-sanitizer.js";
 
-export const MAX_TITLE_LENGTH = 100;
+export { MAX_TITLE_LENGTH, sanitizeTitle };
 
-const CONTROL_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
-const INVISIBLE_CHARS = /[\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF\uFFF9-\uFFFC]/g;
-// JavaScript's \s plus NEL (U+0085), which Python counts as whitespace too.
-const WHITESPACE_RUN = /[\s\u0085]+/g;
-
-/**
- * Cleans a title: strips control, zero-width and direction-override characters, collapses
- * whitespace, trims. Null or empty gives null; over 100 code points fails with TITLE_TOO_LONG.
- */
-export function sanitizeTitle(title: string | null | undefined): string | null {
-  if (!title) return null;
-  const cleaned = title.replace(CONTROL_CHARS, "").replace(INVISIBLE_CHARS, "").replace(WHITESPACE_RUN, " ").trim();
-  if (cleaned === "") return null;
-  let length = 0;
-  for (const _ of cleaned) length++; // code points, without an array: a title may arrive megabytes long
-  if (length > MAX_TITLE_LENGTH) {
-    throw new SessionDBError("TITLE_TOO_LONG", `Title too long (${length} chars, max ${MAX_TITLE_LENGTH})`);
-  }
-  return cleaned;
+/** TITLE_IN_USE when a session (other than `exceptId`, when given) has this title. */
+export function assertTitleFree(db: Connection, title: string, exceptId: string | null): void {
+  const owner = sql(db, "SELECT id FROM sessions WHERE title = ? AND id IS NOT ?").pluck().get(title, exceptId) as string | undefined;
+  if (owner !== undefined) throw new SessionDBError("TITLE_IN_USE", `Title '${title}' is already in use by session ${owner}`);
 }
 
 export const setSessionTitle = write(
@@ -36,14 +22,7 @@ export const setSessionTitle = write(
     return { id: str(args[0], "id"), title: sanitizeTitle(optText(args[1], "title")) };
   },
   (db, p): boolean => {
-    if (p.title !== null) {
-      const owner = sql(db, "SELECT id FROM sessions WHERE title = ? AND id != ?").pluck().get(p.title, p.id) as
-        | string
-        | undefined;
-      if (owner !== undefined) {
-        throw new SessionDBError("TITLE_IN_USE", `Title '${p.title}' is already in use by session ${owner}`);
-      }
-    }
+    if (p.title !== null) assertTitleFree(db, p.title, p.id);
     return sql(db, "UPDATE sessions SET title = ? WHERE id = ?").run(p.title, p.id).changes > 0;
   },
 );

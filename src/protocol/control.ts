@@ -12,6 +12,10 @@ export interface HelloResult {
   pid: number;
   /** The real path of the database this daemon serves, so a client can check it found the right one. */
   database: string;
+  /** True when the file was made by a newer Hermes: it is served read-only and every write fails with SCHEMA. */
+  readOnly: boolean;
+  /** The file's own schema version (above `schemaVersion` when `readOnly`). */
+  fileSchemaVersion: number;
 }
 
 /** Figures about group commit. */
@@ -43,6 +47,10 @@ export interface DaemonStats {
   version: string;
   database: string;
   socket: string;
+  /** True when a newer Hermes made the file: served read-only (writes fail with SCHEMA). */
+  readOnly: boolean;
+  /** The file's own schema version. */
+  fileSchemaVersion: number;
   uptimeS: number;
   clients: number;
   walBytes: number;
@@ -51,6 +59,22 @@ export interface DaemonStats {
   readers: ReaderStats;
   /** The process's memory, in bytes (all threads). */
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+}
+
+/** A handle's way to the daemon that serves it (`SessionDB.daemon`). */
+export interface DaemonControl {
+  /** What the daemon said of itself when the handle connected. */
+  readonly server: HelloResult;
+  /** Asks the daemon who it is. */
+  hello(): Promise<HelloResult>;
+  /** The round trip with no database work. */
+  ping(): Promise<"pong">;
+  /** The daemon's figures: clients, queue, group commit, readers, WAL, memory. */
+  stats(): Promise<DaemonStats>;
+  /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
+  shutdown(): Promise<void>;
+  /** The reliability tests' fault injection (refused unless the daemon runs with it on). */
+  fault<K extends FaultOp>(op: K, ...args: ControlArgs<K>): Promise<void>;
 }
 
 /** Each control op's arguments and result. */

@@ -24,6 +24,23 @@ const packr = new Packr({
 // copyBuffers: a decoded binary value must not be a view of the frame, whose bytes may belong to
 // a read buffer that is reused.
 const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: true, int64AsType: "number", copyBuffers: true });
+// msgpackr renames a `__proto__` map key to `__proto_` when it builds objects, with no option to
+// keep it; a body holding that key is decoded into Maps instead, and they become objects whose
+// `__proto__` is an own data property (never a prototype), as JSON.parse makes it.
+const mapUnpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: false, int64AsType: "number", copyBuffers: true });
+// Any occurrence sends the body down the slower path (a text that merely mentions it too), so a
+// key encoded as str8 by another client is caught as well: correct either way.
+const PROTO_KEY = Buffer.from("__proto__", "latin1");
+
+function mapsToObjects(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(mapsToObjects);
+  if (!(value instanceof Map)) return value;
+  const object: Record<string, unknown> = {};
+  for (const [key, item] of value) {
+    Object.defineProperty(object, String(key), { value: mapsToObjects(item), enumerable: true, writable: true, configurable: true });
+  }
+  return object;
+}
 
 /** One frame holding `value`, in a buffer of its own (safe to hand to a socket). */
 export function encodeFrame(value: unknown): Buffer {
@@ -110,6 +127,7 @@ export function checkPlainMessagePack(buf: Uint8Array): void {
 export function decodeBody(body: Uint8Array, trusted = false): unknown {
   if (!trusted) checkPlainMessagePack(body);
   try {
+    if (Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(PROTO_KEY)) return mapsToObjects(mapUnpackr.unpack(body));
     return unpackr.unpack(body);
   } catch (err) {
     throw protocolError(`not a MessagePack value: ${(err as Error).message}`);
@@ -128,16 +146,12 @@ export function decodeBody(body: Uint8Array, trusted = false): unknown {
 export class FrameDecoder {
   readonly #maxFrameBytes: number;
   #chunks: Buffer[] = [];
+  /** Bytes held for a frame not yet complete. */
   #buffered = 0;
   #expected = -1;
 
   constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
     this.#maxFrameBytes = maxFrameBytes;
-  }
-
-  /** Bytes held for a frame not yet complete. */
-  get buffered(): number {
-    return this.#buffered;
   }
 
   push(chunk: Buffer, borrowed = false): Buffer[] {

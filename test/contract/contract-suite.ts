@@ -8,6 +8,7 @@
  */
 import { describe } from "node:test";
 import type { SessionDB } from "../../src/index.js";
+import { agreementContract } from "./agreement-contract.js";
 import { exportContract } from "./export-contract.js";
 import { importContract } from "./import-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
@@ -31,5 +32,6 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     importContract(open);
     removalContract(open);
     lifecycleContract(open);
+    agreementContract(open);
   });
 }

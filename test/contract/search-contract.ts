@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { containsCjk, MAX_NAME_LENGTH, sanitizeFtsQuery, type SearchHit, type SessionDB } from "../../src/index.js";
+import { rawRun, rawWrite } from "../helpers/raw-db.js";
 import { fresh, setMessage, setSession, T0, type Opener } from "./fixture.js";
 
 const HIT_KEYS = ["id", "session_id", "role", "snippet", "timestamp", "tool_name", "source", "model", "session_started", "context"].sort();
@@ -314,6 +315,80 @@ export function searchContract(open: Opener): void {
       assert.deepEqual(ids(await db.searchMessages("100%完成")), [pct]);
       assert.deepEqual(ids(await db.searchMessages("量_名")), [und]);
       assert.deepEqual(ids(await db.searchMessages("%完")), [pct]);
+    });
+
+    test("the CJK fallback forgets cleared, deleted and pruned messages", async (t) => {
+      const { db, path } = await fresh(t, open);
+      for (const id of ["a", "b", "c", "d"]) {
+        await db.createSession(id, "cli");
+        await db.appendMessage(id, { role: "user", content: `会话${id}里的数据库迁移` });
+        await db.endSession(id, "done");
+      }
+      const sessionsOf = async (query: string) => (await db.searchMessages(query)).map((h) => h.session_id).sort();
+      assert.deepEqual(await sessionsOf("数据库迁移"), ["a", "b", "c", "d"]);
+      await db.clearMessages("a");
+      assert.deepEqual(await sessionsOf("数据库迁移"), ["b", "c", "d"]);
+      await db.deleteSession("b");
+      assert.deepEqual(await sessionsOf("数据库迁移"), ["c", "d"]);
+      const longAgo = Date.now() / 1000 - 200 * 86_400;
+      setSession(path, "c", { started_at: longAgo, ended_at: longAgo + 60 });
+      assert.equal(await db.pruneSessions(), 1);
+      assert.deepEqual(await sessionsOf("数据库迁移"), ["d"]);
+      await db.deleteSession("d");
+      assert.deepEqual(await sessionsOf("数据库迁移"), [], "the newest message deleted too");
+      await db.createSession("e", "cli");
+      await db.appendMessage("e", { role: "user", content: "新的数据库迁移" });
+      assert.deepEqual(await sessionsOf("数据库迁移"), ["e"]);
+    });
+
+    test("the CJK fallback sees messages another process wrote or deleted, even at a reused id", async (t) => {
+      const { db, path } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      const sorted = (...list: number[]) => list.sort((x, y) => x - y);
+      const own = await db.appendMessage("s", { role: "user", content: "自己写的数据库笔记" });
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), [own]);
+      const insert = "INSERT INTO messages (id, session_id, role, content, timestamp) VALUES (?, 's', 'user', ?, ?)";
+      const other = Number(rawWrite(path, (raw) => {
+        const id = raw.prepare(insert).run(null, "别的进程写的数据库笔记", T0 + 5).lastInsertRowid;
+        raw.prepare(insert).run(null, "无关的内容", T0 + 6);
+        return id;
+      }));
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), sorted(own, other));
+      rawRun(path, "DELETE FROM messages WHERE id = ?", own);
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), [other]);
+      const last = await db.appendMessage("s", { role: "user", content: "最后写的数据库笔记" });
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), sorted(other, last));
+      // The newest message deleted and its id handed out again (as a table without AUTOINCREMENT,
+      // or an explicit id, would): the new text is found, the old one is not.
+      rawWrite(path, (raw) => {
+        raw.prepare("DELETE FROM messages WHERE id = ?").run(last);
+        raw.prepare(insert).run(last, "换了内容的同一个编号", T0 + 7);
+      });
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), [other]);
+      assert.deepEqual(ids(await db.searchMessages("同一个编号")), [last]);
+      const later = await db.appendMessage("s", { role: "user", content: "之后写的同一个编号" });
+      assert.deepEqual(ids(await db.searchMessages("同一个编号")), sorted(last, later));
+      assert.deepEqual(ids(await db.searchMessages("数据库笔记")), [other]);
+    });
+
+    test("short CJK queries, LIKE metacharacters, quotes and ASCII case in the fallback", async (t) => {
+      const { db } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      const path = await db.appendMessage("s", { role: "user", content: "路径C:\\数据库\\文件夹" });
+      const quoted = await db.appendMessage("s", { role: "user", content: '他说"你好"就走了' });
+      const mixed = await db.appendMessage("s", { role: "user", content: "数据ABC库" });
+      const pct = await db.appendMessage("s", { role: "user", content: "完成率百分之100%_了" });
+      await db.appendMessage("s", { role: "user", content: "完成率百分之100x了" });
+      assert.deepEqual(ids(await db.searchMessages("数据")), [path, mixed], "two characters: no trigram, still found");
+      assert.deepEqual(ids(await db.searchMessages("库")), [path, mixed], "one character");
+      assert.deepEqual(ids(await db.searchMessages("\\数据库\\")), [path], "backslashes match literally");
+      assert.deepEqual(ids(await db.searchMessages("\\数据库\\文")), [path]);
+      assert.deepEqual(ids(await db.searchMessages("\\\\数据库")), [], "a backslash is not an escape");
+      assert.deepEqual(ids(await db.searchMessages('说"你好')), [quoted], "an inner quote is part of the text");
+      assert.deepEqual(ids(await db.searchMessages("数据abc")), [mixed], "ASCII letters match in any case, as LIKE does");
+      assert.deepEqual(ids(await db.searchMessages("之100%_")), [pct]);
+      assert.deepEqual(ids(await db.searchMessages("之100%x")), []);
+      assert.deepEqual(ids(await db.searchMessages("百分之100_")), [], "_ is not a wildcard");
     });
 
     test("hostile queries never fail", async (t) => {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { RichSessionRow, SearchHit, SessionExport } from "../../src/index.js";
 import { assertFails, runCli, runJson, SEED, seedDatabase, ServeProcess } from "./cli.js";
+import { runCliOnPty, stripColors } from "./pty.js";
 
 export type Mode = "direct" | "daemon";
 
@@ -73,12 +74,12 @@ export function cliSuite(mode: Mode): void {
       }
     });
 
-    test("list: a table of root sessions sized to the terminal; --json gives listSessionsRich's rows", async () => {
+    test("list: root sessions, tab-separated when piped; --json gives listSessionsRich's rows", async () => {
       const result = await runCli(db, ["list"]);
       assert.equal(result.code, 0, result.stderr);
       const lines = result.stdout.trimEnd().split("\n");
-      assert.match(lines[0]!, /^ID\s+TITLE\s+SOURCE\s+STARTED\s+ACTIVE\s+MSGS\s+PREVIEW$/);
-      assert.ok(lines.every((l) => [...l].length <= 100), "fits the default width of 100");
+      assert.equal(lines[0], "ID\tTITLE\tSOURCE\tSTARTED\tACTIVE\tMSGS\tPREVIEW");
+      assert.ok(lines.every((l) => l.split("\t").length === 7), "seven tab-separated cells a line");
       assert.ok(result.stdout.includes(SEED.alpha) && result.stdout.includes("Deploy plan"));
       assert.ok(!result.stdout.includes(SEED.alphaChild), "children only with --children");
 
@@ -97,10 +98,13 @@ export function cliSuite(mode: Mode): void {
       assert.equal(page[0]!.id, rows[1]!.id);
     });
 
-    test("list: the table follows a narrower terminal ($COLUMNS when not a terminal)", async () => {
-      const result = await runCli(db, ["list"], { env: { COLUMNS: "70" } });
-      assert.equal(result.code, 0, result.stderr);
-      for (const line of result.stdout.trimEnd().split("\n")) assert.ok([...line].length <= 70, `too wide: ${line}`);
+    test("list: on a terminal, a table fitted to its width", async () => {
+      const result = await runCliOnPty(db, ["list"], { columns: 70 });
+      assert.equal(result.code, 0, result.output);
+      const lines = stripColors(result.output).trimEnd().split("\n");
+      assert.match(lines[0]!, /^ID +TITLE /);
+      for (const line of lines) assert.ok([...line].length <= 70, `too wide: ${line}`);
+      assert.match(stripColors(result.output), /^s-alpha-1 +Deploy plan /m);
     });
 
     test("show: the conversation by id, id prefix or title; --json gives exportSession", async () => {

@@ -22,13 +22,16 @@ export interface RunOptions {
   /** What the command reads on stdin, which is never a terminal. Default: nothing. */
   input?: string;
   env?: Record<string, string>;
+  /** A command the CLI runs under, e.g. `setpriv` options that make it another user. */
+  wrapper?: readonly string[];
 }
 
 /** Runs `sessiondb --db <db> ...args` and collects its output. */
 export async function runCli(db: string, args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
   // No inherited $COLUMNS or $NO_COLOR: the output is the same wherever the tests run.
   const { COLUMNS: _columns, NO_COLOR: _noColor, ...inherited } = process.env;
-  const child = spawn(process.execPath, [CLI, "--db", db, ...args], {
+  const [command, ...wrapped] = [...(options.wrapper ?? []), process.execPath, CLI, "--db", db, ...args];
+  const child = spawn(command!, wrapped, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...inherited, SESSIONDB_PATH: db, ...options.env },
   });

@@ -9,8 +9,7 @@ import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openSessionDB, type OpenOptions, type SessionDB } from "../../src/index.js";
-import { DaemonClient } from "../../src/client/daemon-client.js";
-import type { DaemonStats, HelloResult } from "../../src/protocol/control.js";
+import type { DaemonControl, DaemonStats, HelloResult } from "../../src/protocol/control.js";
 import { probeDaemon } from "../../src/protocol/probe.js";
 import { Child, sourceFixture, spawnPython, type Finished } from "./processes.js";
 
@@ -122,10 +121,15 @@ export async function killAndWait(child: Child): Promise<void> {
   await child.done.catch(() => undefined);
 }
 
+/** The control ops of a handle a daemon serves. */
+export function controlOf(db: SessionDB): DaemonControl {
+  if (db.daemon === null) throw new Error(`a ${db.mode} handle has no daemon to control`);
+  return db.daemon;
+}
+
 /** The daemon's `stats`, through any daemon-mode handle. */
-export async function daemonStats(db: SessionDB): Promise<DaemonStats> {
-  if (!(db instanceof DaemonClient)) throw new Error("daemonStats needs a handle in daemon mode");
-  return db.stats();
+export function daemonStats(db: SessionDB): Promise<DaemonStats> {
+  return controlOf(db).stats();
 }
 
 /** A fresh database path in a short temp dir. */

@@ -9,9 +9,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import type { DaemonClient } from "../../src/client/daemon-client.js";
 import { SessionDBError, type SessionDB } from "../../src/index.js";
-import { daemonStats, shortTempDir, type DaemonProcess } from "../helpers/daemon.js";
+import { controlOf, daemonStats, shortTempDir, type DaemonProcess } from "../helpers/daemon.js";
 import { withRaw } from "../helpers/sqlite-files.js";
 import { checkFile, FAULTS, mib, serve } from "./harness.js";
 
@@ -135,12 +134,12 @@ test("a full tmpfs: writes fail with IO, nothing acknowledged is lost, writes re
 test("a database at max_page_count: writes fail with IO, nothing acknowledged is lost, writes resume when the cap is lifted", async (t) => {
   const dbPath = join(shortTempDir(t), "state.db");
   const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
-  const control = (await daemon.open(t)) as DaemonClient;
+  const control = await daemon.open(t);
   await control.createSession("warm-up", "cli");
   const pages = withRaw(dbPath, (raw) => raw.pragma("page_count", { simple: true }) as number);
   // Room for about 1.5 MiB of messages (4 KiB pages), then the "disk" is full; each room is 400 pages more.
   let maxPages = pages + 400;
-  await control.fault("faultMaxPageCount", maxPages);
-  const room = () => control.fault("faultMaxPageCount", (maxPages += 400));
-  await diskFullScenario(t, daemon, [room, room, () => control.fault("faultMaxPageCount", null)], `max_page_count from ${pages + 400}`, false);
+  await controlOf(control).fault("faultMaxPageCount", maxPages);
+  const room = () => controlOf(control).fault("faultMaxPageCount", (maxPages += 400));
+  await diskFullScenario(t, daemon, [room, room, () => controlOf(control).fault("faultMaxPageCount", null)], `max_page_count from ${pages + 400}`, false);
 });

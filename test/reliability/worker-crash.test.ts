@@ -9,9 +9,8 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { DaemonClient } from "../../src/client/daemon-client.js";
 import { SessionDBError } from "../../src/index.js";
-import { daemonStats, freshDbPath } from "../helpers/daemon.js";
+import { controlOf, daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { checkFile, FAULTS, loadReport, randomBetween, reconcile, scaled, serve, spawnLoad } from "./harness.js";
 
 const WRITER_CRASHES = scaled(5, 10);
@@ -19,7 +18,7 @@ const WRITER_CRASHES = scaled(5, 10);
 test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight writes get INTERNAL, nothing acknowledged is lost`, async (t) => {
   const dbPath = freshDbPath(t);
   const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
-  const control = (await daemon.open(t)) as DaemonClient;
+  const control = await daemon.open(t);
   const stopFile = join(dirname(dbPath), "stop");
   const tags = ["w0", "w1"];
   const children = tags.map((tag) =>
@@ -29,7 +28,7 @@ test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight w
 
   for (let crash = 1; crash <= WRITER_CRASHES; crash++) {
     await sleep(randomBetween(100, 400));
-    await control.fault("faultCrashWriter");
+    await controlOf(control).fault("faultCrashWriter");
     for (let i = 0; i < 500 && (await daemonStats(control)).writer.restarts < crash; i++) await sleep(10);
   }
   await sleep(500);
@@ -68,7 +67,7 @@ const CRASHES_PER_ROUND = 3;
 test(`reader threads crashing mid-read (${READER_ROUNDS * CRASHES_PER_ROUND} times): that read fails with INTERNAL, the pool recovers`, async (t) => {
   const dbPath = freshDbPath(t);
   const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
-  const control = (await daemon.open(t)) as DaemonClient;
+  const control = await daemon.open(t);
   await control.createSession("seed", "cli");
   for (let i = 0; i < 200; i++) await control.appendMessage("seed", { role: "user", content: `needle number ${i} in the haystack` });
   const searcher = await daemon.open(t);
@@ -101,7 +100,7 @@ test(`reader threads crashing mid-read (${READER_ROUNDS * CRASHES_PER_ROUND} tim
 
   for (let round = 0; round < READER_ROUNDS; round++) {
     await sleep(randomBetween(50, 200));
-    await control.fault("faultCrashReader", CRASHES_PER_ROUND);
+    await controlOf(control).fault("faultCrashReader", CRASHES_PER_ROUND);
     sentSinceArmed = 0;
   }
   allArmed = true;

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
@@ -91,20 +92,27 @@ async function writeSessions(
   return { exported, messages };
 }
 
-/** Writes beside the target and renames it into place, so FILE is never left half-written. */
+/**
+ * Writes beside the target and renames it into place, so FILE is never left half-written. The
+ * temporary name is random and created exclusively (O_EXCL, which also refuses a symbolic link):
+ * in a shared directory another user cannot plant a link there and have us write through it.
+ */
 async function writeFileAtomically<T>(file: string, write: (stream: WriteStream) => Promise<T>): Promise<T> {
-  const partial = join(dirname(file), `.${basename(file)}.${process.pid}.partial`);
-  const stream = createWriteStream(partial, { mode: 0o600 });
+  const partial = join(dirname(file), `.${basename(file)}.${randomBytes(12).toString("hex")}.partial`);
+  const stream = createWriteStream(partial, { flags: "wx", mode: 0o600 });
   stream.on("error", () => {
     // Seen by the awaited open, drain or finish below, which reject with it.
   });
-  const removePartial = () => rm(partial, { force: true });
+  let opened = false;
+  // Only a file this process created is removed.
+  const removePartial = () => (opened ? rm(partial, { force: true }) : Promise.resolve());
   const onSignal = () => void removePartial().finally(() => process.exit(130));
   process.once("SIGINT", onSignal);
   try {
     await once(stream, "open").catch((err: Error) => {
       throw new SessionDBError("IO", `cannot write ${file}: ${err.message}`);
     });
+    opened = true;
     const result = await write(stream);
     stream.end();
     await finished(stream);

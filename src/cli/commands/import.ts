@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
 import { CliError } from "../cli-error.js";
 import { plural } from "../format.js";
-import { importSessions, type ImportSummary } from "../import.js";
+import { importSessions, type ImportSummary } from "../import-sessions.js";
 import { withStore } from "../open-store.js";
 import type { Output } from "../output.js";
 
@@ -19,8 +19,9 @@ export function registerImport(program: Command): void {
         await withStore(command, { mustExist: false }, async ({ db, daemon }, out) => {
           const { summary, failure } = await importSessions(db, input);
           if (failure !== null) {
-            const tooLarge = failure.error.code === "FRAME_TOO_LARGE" && daemon !== null;
-            const hint = tooLarge ? "; a session this large imports with --direct" : "";
+            // The client refuses a request over the frame limit before sending it; the daemon, one it is sent.
+            const tooLarge = daemon !== null && (failure.error.code === "FRAME_TOO_LARGE" || /\bframe\b/.test(failure.error.message));
+            const hint = tooLarge ? "; a session this large imports with --direct (sessiondb --direct import FILE)" : "";
             throw new SessionDBError(
               failure.error.code,
               `line ${failure.line}: ${failure.error.message}${hint}; import stopped: nothing of line ${failure.line} ` +

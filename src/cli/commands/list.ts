@@ -1,9 +1,11 @@
 import type { Command } from "commander";
-import type { RichSessionRow } from "../../session-db.js";
+import type { RichSessionRow, SessionDB } from "../../session-db.js";
 import { collect, limit, nonNegativeInt } from "../arguments.js";
 import { ago, localTime, oneLine } from "../format.js";
 import { withStore } from "../open-store.js";
 import type { Output } from "../output.js";
+import { cutMiddle, displayWidth, layoutColumns } from "../table-layout.js";
+import { shortestUniquePrefix } from "../unique-prefix.js";
 
 interface ListOptions {
   source?: string;
@@ -16,7 +18,12 @@ interface ListOptions {
 export function registerList(program: Command): void {
   program
     .command("list")
-    .description("list sessions, newest first (a compressed conversation shows as its latest part)")
+    .summary("list sessions, newest first (a compressed conversation shows as its latest part)")
+    .description(
+      "list sessions, newest first (a compressed conversation shows as its latest part): on a terminal a table " +
+        "fitted to its width ($COLUMNS overrides it) with ids shortened to their shortest unique prefix when needed; " +
+        "piped, tab-separated lines, never cut",
+    )
     .option("--source <source>", "only this source")
     .option("--exclude-source <source>", "not this source (repeatable)", collect)
     .option("--limit <n>", "at most this many", limit, 20)
@@ -31,48 +38,84 @@ export function registerList(program: Command): void {
           offset: opts.offset,
           includeChildren: opts.children === true,
         });
-        out.result(rows, () => printList(out, rows, opts));
+        if (out.json) out.printJson(rows);
+        else await printList(db, out, rows, opts);
       });
     });
 }
 
-const HEAD = ["ID", "TITLE", "SOURCE", "STARTED", "ACTIVE", "MSGS", "PREVIEW"];
+/** The columns in the order shown. */
+const HEAD = ["ID", "TITLE", "SOURCE", "STARTED", "ACTIVE", "MSGS", "PREVIEW"] as const;
+type Column = (typeof HEAD)[number];
+/** A title longer than this is cut in the middle even on a wide terminal. */
+const TITLE_MAX = 40;
 
-/** Column widths that fill the terminal: the preview takes what the others leave. */
-function columnWidths(rows: RichSessionRow[], width: number): number[] {
-  const longest = (values: string[], min: number, max: number) =>
-    Math.min(max, Math.max(min, ...values.map((v) => [...v].length)));
-  let id = longest(rows.map((r) => r.id), 2, 36);
-  let title = longest(rows.map((r) => r.title ?? ""), 5, 30);
-  const source = longest(rows.map((r) => r.source), 6, 12);
-  const fixed = [16, 10, longest(rows.map((r) => String(r.message_count)), 4, 8)];
-  const rest = () => width - (id + title + source + fixed.reduce((a, b) => a + b, 0)) - HEAD.length + 1;
-  // Too narrow: shorten the title, then the id (a prefix still names the session); only a very
-  // narrow terminal gets lines wider than itself.
-  while (rest() < 20 && title > 8) title--;
-  while (rest() < 20 && id > 8) id--;
-  return [id, title, source, ...fixed, Math.max(5, rest())];
+const longest = (values: string[], header: string) => Math.max(displayWidth(header), ...values.map(displayWidth));
+
+/** The cells of each row, uncut (the id given as it will be shown). */
+function cellsOf(r: RichSessionRow, id: string, now: number): Record<Column, string> {
+  return {
+    ID: id,
+    TITLE: r.title === null ? "-" : oneLine(r.title),
+    SOURCE: oneLine(r.source),
+    STARTED: localTime(r.started_at),
+    ACTIVE: ago(r.last_active, now),
+    MSGS: String(r.message_count),
+    PREVIEW: oneLine(r.preview),
+  };
 }
 
-function printList(out: Output, rows: RichSessionRow[], opts: ListOptions): void {
+/**
+ * Column widths at `width`: the id and the title always; then, while they fit, activity, count,
+ * source, a preview (which takes what is left) and the start time. Ids are shown whole when that
+ * costs nothing else, else as their shortest unique prefix.
+ */
+function fitColumns(rows: Record<Column, string>[], idWidth: number, width: number): Map<string, number> {
+  const want = (column: Column) => longest(rows.map((r) => r[column]), column);
+  return layoutColumns(
+    [
+      { name: "ID", want: idWidth, required: true },
+      { name: "TITLE", want: Math.min(TITLE_MAX, want("TITLE")), required: true, min: Math.min(8, want("TITLE")) },
+      { name: "ACTIVE", want: want("ACTIVE") },
+      { name: "MSGS", want: want("MSGS") },
+      { name: "SOURCE", want: Math.min(16, want("SOURCE")) },
+      { name: "PREVIEW", want: want("PREVIEW"), flexible: true, min: Math.min(12, want("PREVIEW")) },
+      { name: "STARTED", want: want("STARTED") },
+    ],
+    width,
+  );
+}
+
+async function printList(db: SessionDB, out: Output, rows: RichSessionRow[], opts: ListOptions): Promise<void> {
   if (rows.length === 0) {
     out.line(opts.offset > 0 ? "no more sessions" : "no sessions");
     return;
   }
-  const { c } = out;
   const now = Date.now() / 1000;
+  if (!out.terminal) {
+    out.tsv([...HEAD], rows.map((r) => HEAD.map((column) => cellsOf(r, oneLine(r.id), now)[column])));
+  } else {
+    printTable(out, rows, await Promise.all(rows.map((r) => shortestUniquePrefix(db, r.id))), now);
+  }
+  if (rows.length === opts.limit) out.note(`more may follow: --offset ${opts.offset + rows.length}`);
+}
+
+function printTable(out: Output, rows: RichSessionRow[], prefixes: string[], now: number): void {
+  const whole = rows.map((r) => cellsOf(r, oneLine(r.id), now));
+  const short = rows.map((r, i) => cellsOf(r, oneLine(prefixes[i]!), now));
+  const wholeLayout = fitColumns(whole, longest(whole.map((c) => c.ID), "ID"), out.width);
+  const shortLayout = fitColumns(short, longest(short.map((c) => c.ID), "ID"), out.width);
+  const same = [...shortLayout].every(([name, w]) => name === "ID" || name === "PREVIEW" || wholeLayout.get(name) === w);
+  const [cells, widths] = same && wholeLayout.size === shortLayout.size ? [whole, wholeLayout] : [short, shortLayout];
+  const shown = HEAD.filter((column) => widths.has(column));
   out.table(
-    HEAD,
-    columnWidths(rows, out.width),
-    rows.map((r) => [
-      oneLine(r.id),
-      r.title === null ? c.dim("-") : oneLine(r.title),
-      oneLine(r.source),
-      localTime(r.started_at),
-      ago(r.last_active, now),
-      String(r.message_count),
-      oneLine(r.preview),
-    ]),
+    [...shown],
+    shown.map((column) => widths.get(column)!),
+    cells.map((row, i) =>
+      shown.map((column) => {
+        if (column === "TITLE") return rows[i]!.title === null ? out.c.dim("-") : cutMiddle(row.TITLE, widths.get("TITLE")!);
+        return row[column];
+      }),
+    ),
   );
-  if (rows.length === opts.limit) out.line(c.dim(`more may follow: --offset ${opts.offset + rows.length}`));
 }

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
 import type { SearchHit, SessionDB } from "../../session-db.js";
 import { collect, limit, nonNegativeInt } from "../arguments.js";
-import { localTime, oneLine } from "../format.js";
+import { localTime, oneLine, printable } from "../format.js";
 import { withStore } from "../open-store.js";
 import type { Output } from "../output.js";
+import { explainQuery } from "../query-explanation.js";
 
 interface SearchCliOptions {
   source?: string[];
@@ -11,6 +12,7 @@ interface SearchCliOptions {
   role?: string[];
   limit: number;
   offset: number;
+  verbose?: boolean;
 }
 
 export function registerSearch(program: Command): void {
@@ -23,8 +25,10 @@ export function registerSearch(program: Command): void {
     .option("--role <role>", "only messages of this role (repeatable)", collect)
     .option("--limit <n>", "at most this many hits", limit, 20)
     .option("--offset <n>", "skip this many hits", nonNegativeInt, 0)
+    .option("-v, --verbose", "say on stderr what was searched, and why, when the query was rewritten (NOT x, -x, a-b …)")
     .action(async (query: string, opts: SearchCliOptions, command: Command) => {
       await withStore(command, { mustExist: true }, async ({ db }, out) => {
+        if (opts.verbose) for (const line of explainQuery(query)) process.stderr.write(`${printable(line)}\n`);
         const hits = await db.searchMessages(query, {
           sourceFilter: opts.source ?? null,
           excludeSources: opts.excludeSource ?? null,

@@ -1,6 +1,7 @@
 import { Option, type Command } from "commander";
-import { positiveInt } from "../arguments.js";
-import { globalsOf } from "../open-store.js";
+import { positiveInt, positiveSeconds } from "../arguments.js";
+import { checkDatabaseFile } from "../database-file.js";
+import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
 
 export function registerServe(program: Command): void {
@@ -11,14 +12,18 @@ export function registerServe(program: Command): void {
     .option("--readers <n>", "reader threads (default: the number of cores, 2 to 8)", positiveInt)
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
-    .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number }, command: Command) => {
-      const { db } = globalsOf(command);
+    .option("--idle-exit <seconds>", "stop cleanly after this long with no client connected (default: never)", positiveSeconds)
+    .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number; idleExit?: number }, command: Command) => {
+      const globals = globalsOf(command);
+      const { db } = globals;
+      checkDatabaseFile(filesOf(globals).db);
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
         ...(opts.readers !== undefined ? { readers: opts.readers } : {}),
         synchronous: opts.synchronous,
         walLimitBytes: opts.walLimitMb * 1024 * 1024,
+        ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

@@ -64,10 +64,16 @@ function printMessage(out: Output, m: MessageRow, full: boolean): void {
   out.line();
   const role = roleColor(c, m.role)(c.bold(oneLine(m.role)));
   out.line([role, c.dim(localTime(m.timestamp, true)), ...about].join(" "));
-  if (m.reasoning) out.line(c.dim(indent(cut(printable(m.reasoning), full ? Infinity : CUT_AT / 5, "reasoning"))));
+  // Labelled and indented deeper, so reasoning reads apart from the reply without colours too.
+  if (m.reasoning) {
+    out.line(`  ${c.dim("reasoning:")}`);
+    out.line(c.dim(indent(indent(cut(printable(m.reasoning), full ? Infinity : CUT_AT / 5, "reasoning")))));
+    if (m.content !== null && m.content !== "") out.line(`  ${c.dim("reply:")}`);
+  }
   if (m.content !== null && m.content !== "") {
     const limit = m.role === "tool" && !full ? CUT_AT : Infinity;
-    out.line(indent(cut(printable(m.content), limit, "result")));
+    const text = indent(cut(printable(m.content), limit, "result"));
+    out.line(m.reasoning ? indent(text) : text);
   }
   for (const call of toolCalls(m.tool_calls)) out.line(`  ${c.yellow("→")} ${summarizeToolCall(call)}`);
 }

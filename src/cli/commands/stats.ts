@@ -35,7 +35,7 @@ export function registerStats(program: Command): void {
         const report: StatsReport = {
           database: path,
           fileBytes: fileSize(path),
-          walBytes: fileSize(`${path}-wal`),
+          walBytes: fileSize(db.files.wal),
           sessions: await db.sessionCount(),
           messages: await db.messageCount(),
           sources: await db.sourceCounts(),

@@ -1,13 +1,9 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
-import { SessionDBError, toSessionDBError } from "../../errors.js";
-import { DaemonClient } from "../../client/daemon-client.js";
-import { openSessionDB } from "../../open.js";
-import { ForeignSocketError } from "../../client/socket-trust.js";
-import { defaultSocketPath } from "../../socket-path.js";
+import { SessionDBError } from "../../errors.js";
 import { duration, plural, size } from "../format.js";
-import { databasePath, globalsOf } from "../open-store.js";
+import { daemonOrRefusal, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -30,14 +26,13 @@ export function registerStatus(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const path = databasePath(globals);
-      const socket = defaultSocketPath(path);
-      const { client, refused } = await daemonOrRefusal(path);
+      const { db: path, socket } = filesOf(globals);
+      const { store: client, refused } = await daemonOrRefusal(globals);
       let daemon: DaemonStats | null = null;
       try {
-        if (client !== null) daemon = await client.stats();
+        if (client !== null) daemon = await client.daemon.stats();
       } finally {
-        await client?.close();
+        await client?.db.close();
       }
       const report: StatusReport = {
         database: path, exists: existsSync(path), socket, daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
@@ -45,19 +40,6 @@ export function registerStatus(program: Command): void {
       out.result(report, () => printStatus(out, report, globals.direct === true));
       if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
     });
-}
-
-/** The daemon serving the file, or why the socket found is another user's (ForeignSocketError). */
-async function daemonOrRefusal(path: string): Promise<{ client: DaemonClient | null; refused: string | null }> {
-  try {
-    const db = await openSessionDB({ path, mode: "daemon" });
-    if (db instanceof DaemonClient) return { client: db, refused: null };
-    await db.close();
-  } catch (err) {
-    if (err instanceof ForeignSocketError) return { client: null, refused: err.message };
-    if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
-  }
-  return { client: null, refused: null };
 }
 
 function printStatus(out: Output, r: StatusReport, direct: boolean): void {
@@ -74,6 +56,11 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
         `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued, WAL ${size(d.walBytes)}`,
     );
     out.line(`${c.bold("socket")}    ${d.socket}`);
+    if (d.readOnly) {
+      out.line(
+        `${c.bold("read-only")} ${c.yellow(`the file has schema version ${d.fileSchemaVersion}`)} (newer than this sessiondb's 6): reads work, writes fail with SCHEMA`,
+      );
+    }
   }
   let route = "open the file directly";
   if (r.route === "daemon") route = "go through the daemon";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
-import { connectDaemon, databasePath, globalsOf } from "../open-store.js";
+import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** How long `stop` waits for the daemon to finish its queue and remove its socket. */
@@ -15,16 +15,16 @@ export function registerStop(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const path = databasePath(globals);
-      const client = await connectDaemon(path);
-      if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
-      const pid = client.server.pid;
+      const client = await connectDaemon(globals);
+      if (client === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${filesOf(globals).db}`);
+      const { path } = client;
+      const pid = client.daemon.server.pid;
       let socket: string;
       try {
-        socket = (await client.stats()).socket;
-        await client.shutdown();
+        socket = (await client.daemon.stats()).socket;
+        await client.daemon.shutdown();
       } finally {
-        await client.close();
+        await client.db.close();
       }
       // The daemon removes its socket last, once every queued write is answered and checkpointed.
       const deadline = Date.now() + STOP_WAIT_MS;

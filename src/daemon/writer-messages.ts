@@ -52,11 +52,15 @@ export interface CheckpointResult {
 }
 
 export type FromWriter =
-  | { type: "ready" }
+  /** `newerVersion`: the file's schema version when it is newer than ours (served read-only), else null. */
+  | { type: "ready"; newerVersion: number | null }
   | { type: "failed"; error: WireError }
-  | { type: "batch"; outcomes: WriteOutcome[]; committed: number; commitMs: number; lockMs: number }
+  | { type: "batch"; outcomes: WriteOutcome[]; commitMs: number; lockMs: number }
   /** Requests answered without running: past their deadline, or the transaction could not begin. */
   | { type: "unapplied"; outcomes: WriteOutcome[] }
   /** `requested` is false for the writer's own idle checkpoints. */
   | { type: "checkpointed"; result: CheckpointResult; requested: boolean }
+  | { type: "checkpointFailed"; error: WireError; requested: boolean }
+  /** A line for the daemon's log. */
+  | { type: "log"; line: string }
   | { type: "closed" };

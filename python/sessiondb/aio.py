@@ -1,0 +1,258 @@
+"""``AsyncSessionDB``: the same methods as coroutines over one pipelined asyncio connection.
+A frame is written whole without awaiting, and replies are matched by id, so cancelling a
+coroutine at any point leaves the connection in step (a late reply is dropped)."""
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from typing import Any, AsyncIterator, Dict, List, Optional
+
+from .autostart import start_daemon
+from .client import Attempts, PathLike, Target
+from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
+from .errors import ClosedError, DeadlineError, SessionDBError
+from .operations import READ, Operations
+from .paths import check_socket_trust
+from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, optional, remaining_ms, request_frame
+
+_LOST = object()
+
+
+class AsyncConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._pending: Dict[int, Any] = {}  # id -> Future (a call) or Queue (a stream)
+        self._next_id = 1
+        self.lost = False
+        self.hello: Dict[str, Any] = {}
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @classmethod
+    async def open(cls, socket_path: str, database: str, deadline: float) -> "AsyncConnection":
+        if not check_socket_trust(socket_path):
+            raise NoDaemon("no socket file")
+        wait = max(0.001, min(deadline - time.monotonic(), CONNECT_WAIT_S))
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(socket_path, limit=2 ** 20), wait)
+        except (OSError, asyncio.TimeoutError) as err:
+            raise NoDaemon(getattr(err, "strerror", None) or str(err) or "no answer") from None
+        connection = cls(reader, writer)
+        try:
+            hello = await connection.request("hello", READ, HELLO_ARGS, time.monotonic() + wait, grace=0.0)
+            connection.hello = check_hello(hello, database, socket_path)
+        except Lost:
+            await connection.close()
+            raise NoDaemon("the connection closed during hello") from None
+        except DeadlineError:
+            await connection.close()
+            raise NoDaemon(f"no hello within {wait:.1f} s") from None
+        except SessionDBError as err:
+            await connection.close()
+            raise hello_error(err, socket_path) from None
+        except BaseException:
+            await connection.close()
+            raise
+        return connection
+
+    def _send(self, op: str, args: List[Any], deadline: float, slot: Any) -> int:
+        """Registers and writes the request in one step (no await: nothing can cut in)."""
+        if self.lost:
+            raise Lost(sent=False)
+        ms = remaining_ms(deadline - time.monotonic())
+        if ms is None:
+            raise DeadlineError("TIMEOUT", f"{op}: the deadline passed before it was sent")
+        request_id = self._next_id
+        frame = request_frame(request_id, op, args, ms)
+        self._next_id = 1 if self._next_id >= 0xFFFFFFFF else self._next_id + 1
+        self._pending[request_id] = slot
+        self._writer.write(frame)
+        return request_id
+
+    async def request(self, op: str, kind: str, args: List[Any], deadline: float, grace: float = GRACE_S) -> Any:
+        future = asyncio.get_running_loop().create_future()
+        request_id = self._send(op, args, deadline, future)
+        started = time.monotonic()
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - started) + grace)
+        except asyncio.TimeoutError:
+            raise timeout_error(op, kind, time.monotonic() - started) from None
+        finally:
+            self._pending.pop(request_id, None)
+        if reply is _LOST:
+            raise Lost(sent=True)
+        return result_of(reply)
+
+    async def stream(self, op: str, args: List[Any], timeout: float) -> AsyncIterator[Any]:
+        pages: "asyncio.Queue[Any]" = asyncio.Queue(MAX_BUFFERED_PAGES)
+        request_id = self._send(op, args, time.monotonic() + timeout, pages)
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(pages.get(), timeout + GRACE_S)
+                except asyncio.TimeoutError:
+                    raise timeout_error(op, READ, timeout + GRACE_S) from None
+                if item is _LOST:
+                    raise Lost(sent=True)
+                chunk = item.get("chunk")
+                if isinstance(chunk, list):
+                    for value in chunk:
+                        yield value
+                else:
+                    result_of(item)
+                    return
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                (length,) = HEADER.unpack(await self._reader.readexactly(HEADER.size))
+                if length == 0 or length > MAX_REPLY_FRAME_BYTES:
+                    break
+                reply = decode_body(await self._reader.readexactly(length))
+                slot = self._pending.get(reply.get("id"))  # type: ignore[arg-type]
+                if isinstance(slot, asyncio.Queue):
+                    # A slow consumer blocks this put: the socket stops being read.
+                    await slot.put(reply)
+                elif slot is not None and not slot.done():
+                    self._pending.pop(reply["id"], None)
+                    slot.set_result(reply)
+        except (asyncio.IncompleteReadError, OSError, ValueError, SessionDBError):
+            pass
+        finally:
+            self._lose()
+
+    def _lose(self) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        for slot in self._pending.values():
+            if isinstance(slot, asyncio.Queue):
+                if not slot.full():
+                    slot.put_nowait(_LOST)
+            elif not slot.done():
+                slot.set_result(_LOST)
+        self._pending.clear()
+        self._writer.close()
+
+    async def wait_idle(self) -> None:
+        while self._pending and not self.lost:
+            await asyncio.sleep(0.01)
+
+    async def close(self) -> None:
+        self._lose()
+        self._task.cancel()
+        try:
+            await self._task
+        except (asyncio.CancelledError, Exception):
+            pass
+        try:
+            await self._writer.wait_closed()
+        except (OSError, asyncio.CancelledError):
+            pass
+
+
+class AsyncSessionDB(Operations):
+    """The asyncio twin of SessionDB: every method is a coroutine; calls from many tasks share one
+    pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``."""
+
+    def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
+                 timeout: float = 30.0, autostart: bool = True) -> None:
+        self._target = Target(db_path, socket_path, timeout, autostart)
+        self.db_path = self._target.db_path
+        self._connection: Optional[AsyncConnection] = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._closed = False
+
+    @property
+    def socket_path(self) -> str:
+        return self._target.socket_path
+
+    async def connect(self) -> "AsyncSessionDB":
+        await self._connected(time.monotonic() + self._target.timeout)
+        return self
+
+    async def _open(self, deadline: float) -> AsyncConnection:
+        target = self._target
+        try:
+            return await AsyncConnection.open(target.socket_path, target.database, deadline)
+        except NoDaemon as err:
+            if not target.autostart:
+                raise target.no_daemon(f"{err}; autostart is off") from None
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, start_daemon, target.database, target.socket_path,
+                                   target.explicit_socket, target.answers)
+        try:
+            return await AsyncConnection.open(target.socket_path, target.database, max(deadline, time.monotonic() + 1.0))
+        except NoDaemon as err:
+            raise target.no_daemon(f"{err} after autostart") from None
+
+    async def _connected(self, deadline: float) -> AsyncConnection:
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._closed:
+                raise ClosedError("CLOSED", "this AsyncSessionDB is closed")
+            if self._connection is None or self._connection.lost:
+                if self._connection is not None:
+                    await self._connection.close()
+                    self._connection = None
+                self._connection = await self._open(deadline)
+            return self._connection
+
+    async def _call(self, op: str, kind: str, args: List[Any]) -> Any:
+        attempts = Attempts(self._target, op, kind)
+        for _ in attempts:
+            try:
+                return await (await self._connected(attempts.deadline)).request(op, kind, args, attempts.deadline)
+            except Lost as lost:
+                attempts.lost(lost)
+        raise attempts.exhausted()
+
+    async def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
+        return [item async for item in self.iter_export_all(source)]
+
+    async def iter_export_all(self, source: Optional[str] = None) -> AsyncIterator[Dict[str, Any]]:
+        """``export_all`` streamed on a connection of its own, read only as fast as consumed."""
+        if self._closed:
+            raise ClosedError("CLOSED", "this AsyncSessionDB is closed")
+        connection = await self._open(time.monotonic() + self._target.timeout)
+        try:
+            async for item in connection.stream("exportAll", [optional(source=source)], self._target.timeout):
+                yield item
+        except Lost:
+            raise self._target.no_daemon("the connection was lost during exportAll") from None
+        finally:
+            await connection.close()
+
+    async def close(self) -> None:
+        """Waits for calls in flight, then closes the connection. Idempotent."""
+        self._closed = True
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.wait_idle()
+            await connection.close()
+
+    async def __aenter__(self) -> "AsyncSessionDB":
+        return await self.connect()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+def _coroutine(name: str) -> Any:
+    method = getattr(Operations, name)
+
+    @functools.wraps(method)
+    async def call(self: AsyncSessionDB, *args: Any, **kwargs: Any) -> Any:
+        return await method(self, *args, **kwargs)
+
+    return call
+
+
+# The shared methods return the awaitable of `_call`; here they become real coroutine functions.
+for _name, _value in list(vars(Operations).items()):
+    if callable(_value) and not _name.startswith("_") and not isinstance(_value, staticmethod):
+        setattr(AsyncSessionDB, _name, _coroutine(_name))

@@ -1,0 +1,103 @@
+"""Starting a daemon on demand (``autostart``): ``sessiondb serve --db PATH --idle-exit 600``,
+detached from the caller, one at a time per socket (a file lock beside the socket), then waiting
+up to 5 s for its hello."""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import threading
+import time
+from typing import Callable, List, Optional
+
+from .errors import UnavailableError
+from .protocol import unavailable_message
+
+# How long a started daemon has to answer its first hello.
+START_WAIT_S = 5.0
+# How long a process waits for another one that is starting the daemon (which itself waits up
+# to START_WAIT_S): a little more, so a racing process never gives up before the starter does.
+LOCK_WAIT_S = START_WAIT_S + 3.0
+IDLE_EXIT_S = 600
+POLL_S = 0.05
+
+
+def daemon_command() -> Optional[List[str]]:
+    """``$SESSIONDB_BIN``, else ``sessiondb`` on PATH, else None."""
+    explicit = os.environ.get("SESSIONDB_BIN")
+    if explicit:
+        return [explicit]
+    found = shutil.which("sessiondb")
+    return [found] if found else None
+
+
+def side_file(socket_path: str, suffix: str) -> str:
+    """A file beside the socket: ``state.db.sock`` gives ``state.db.<suffix>``."""
+    stem = socket_path[:-5] if socket_path.endswith(".sock") else socket_path
+    return f"{stem}.{suffix}"
+
+
+def start_daemon(database: str, socket_path: str, explicit_socket: bool,
+                 answers: Callable[[], bool]) -> None:
+    """Makes sure a daemon answers on the socket, starting one when none does. ``answers`` is a
+    probe that connects and says hello. Raises UnavailableError when no daemon could be had."""
+    command = daemon_command()
+    if command is None:
+        raise UnavailableError("UNAVAILABLE", unavailable_message(
+            socket_path, database, "autostart found no daemon to start: set $SESSIONDB_BIN or put "
+            "`sessiondb` on PATH"))
+    directory = os.path.dirname(socket_path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    lock_fd = os.open(side_file(socket_path, "autostart-lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        give_up = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > give_up:
+                    raise UnavailableError("UNAVAILABLE", unavailable_message(
+                        socket_path, database, "another process has been starting a daemon for too long")) from None
+                time.sleep(POLL_S)
+        # Whoever held the lock before us may have started one already.
+        if answers():
+            return
+        _spawn_and_wait(command, database, socket_path, explicit_socket, answers)
+    finally:
+        os.close(lock_fd)
+
+
+def _spawn_and_wait(command: List[str], database: str, socket_path: str, explicit_socket: bool,
+                    answers: Callable[[], bool]) -> None:
+    args = command + ["serve", "--db", database, "--idle-exit", str(IDLE_EXIT_S)]
+    if explicit_socket:
+        args += ["--socket", socket_path]
+    log_path = side_file(socket_path, "daemon.log")
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError as err:
+        raise UnavailableError("UNAVAILABLE", unavailable_message(
+            socket_path, database, f"autostart could not run {command[0]}: {err}")) from None
+    finally:
+        os.close(log_fd)
+    # Reaps the daemon when it exits while this process still runs (no zombie).
+    threading.Thread(target=process.wait, name="sessiondb-daemon-reaper", daemon=True).start()
+    give_up = time.monotonic() + START_WAIT_S
+    while time.monotonic() < give_up:
+        if answers():
+            return
+        if process.poll() is not None:
+            if answers():  # it lost the race to another daemon, which answers now
+                return
+            raise UnavailableError("UNAVAILABLE", unavailable_message(
+                socket_path, database,
+                f"the daemon autostart started exited with status {process.returncode}; see {log_path}"))
+        time.sleep(POLL_S)
+    raise UnavailableError("UNAVAILABLE", unavailable_message(
+        socket_path, database, f"the daemon autostart started did not answer within {START_WAIT_S:g} s; see {log_path}"))

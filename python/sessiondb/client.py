@@ -1,0 +1,163 @@
+"""``SessionDB``: the drop-in for the reference ``hermes_state.SessionDB``, served by the daemon."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+from .autostart import start_daemon
+from .connection import Connection, Lost, NoDaemon
+from .errors import ClosedError, InvalidArgumentError, UnavailableError
+from .operations import READ, Operations
+from .paths import default_database_path, default_socket_path, real_database_path
+from .protocol import optional, unavailable_message
+
+PathLike = Union[str, "os.PathLike[str]"]
+# A request whose connection died before it reached the daemon is re-sent; this bounds how often.
+MAX_ATTEMPTS = 3
+
+
+class Target:
+    """Where a client's daemon is, resolved once: the database's real path and the socket."""
+
+    def __init__(self, db_path: Optional[PathLike], socket_path: Optional[PathLike],
+                 timeout: float, autostart: bool) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise InvalidArgumentError("INVALID_ARGUMENT", f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.db_path = Path(db_path) if db_path is not None else Path(default_database_path())
+        self.database = real_database_path(self.db_path)
+        self.explicit_socket = socket_path is not None
+        self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(self.database)
+        self.timeout = float(timeout)
+        self.autostart = bool(autostart)
+
+    def no_daemon(self, why: str) -> UnavailableError:
+        return UnavailableError("UNAVAILABLE", unavailable_message(self.socket_path, self.database, why))
+
+    def lost_write(self, op: str) -> UnavailableError:
+        return UnavailableError(
+            "UNAVAILABLE",
+            f"the connection to the daemon on {self.socket_path} was lost while it held {op}: "
+            "it may or may not have been applied",
+        )
+
+    def answers(self) -> bool:
+        """A probe for autostart: does a daemon say hello on the socket now?"""
+        try:
+            Connection.open(self.socket_path, self.database, time.monotonic() + 1.0).close()
+            return True
+        except NoDaemon:
+            return False
+
+    def connect(self, deadline: float) -> Connection:
+        """A connection to the file's daemon, starting one when allowed and none answers."""
+        try:
+            return Connection.open(self.socket_path, self.database, deadline)
+        except NoDaemon as err:
+            if not self.autostart:
+                raise self.no_daemon(f"{err}; autostart is off") from None
+        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers)
+        try:
+            return Connection.open(self.socket_path, self.database, max(deadline, time.monotonic() + 1.0))
+        except NoDaemon as err:
+            raise self.no_daemon(f"{err} after autostart") from None
+
+
+class Attempts:
+    """The reconnect rule of one call: a request whose connection died before it reached the
+    daemon is sent again; a read in flight is retried once; a write in flight is never re-sent
+    (it may have been applied) and fails UNAVAILABLE."""
+
+    def __init__(self, target: Target, op: str, kind: str) -> None:
+        self.deadline = time.monotonic() + target.timeout
+        self._target = target
+        self._op = op
+        self._kind = kind
+        self._read_retried = False
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(MAX_ATTEMPTS))
+
+    def lost(self, lost: Lost) -> None:
+        """Raises unless the call may be sent again."""
+        if not lost.sent:
+            return
+        if self._kind != READ:
+            raise self._target.lost_write(self._op) from None
+        if self._read_retried:
+            raise self._target.no_daemon(f"the connection was lost twice during {self._op}") from None
+        self._read_retried = True
+
+    def exhausted(self) -> UnavailableError:
+        return self._target.no_daemon(f"the connection kept failing during {self._op}")
+
+
+class SessionDB(Operations):
+    """The session store of a Hermes agent, served by the sessiondb daemon. Thread-safe: every
+    thread may call at once; the calls share one pipelined connection."""
+
+    def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
+                 timeout: float = 30.0, autostart: bool = True) -> None:
+        self._target = Target(db_path, socket_path, timeout, autostart)
+        self.db_path = self._target.db_path
+        self._lock = threading.Lock()
+        self._connection: Optional[Connection] = None
+        self._closed = False
+        self._connected(time.monotonic() + self._target.timeout)
+
+    @property
+    def socket_path(self) -> str:
+        return self._target.socket_path
+
+    def _connected(self, deadline: float) -> Connection:
+        with self._lock:
+            if self._closed:
+                raise ClosedError("CLOSED", "this SessionDB is closed")
+            if self._connection is None or self._connection.lost:
+                if self._connection is not None:
+                    self._connection.close()
+                self._connection = self._target.connect(deadline)
+            return self._connection
+
+    def _call(self, op: str, kind: str, args: List[Any]) -> Any:
+        attempts = Attempts(self._target, op, kind)
+        for _ in attempts:
+            try:
+                return self._connected(attempts.deadline).request(op, kind, args, attempts.deadline)
+            except Lost as lost:
+                attempts.lost(lost)
+        raise attempts.exhausted()
+
+    def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every session (newest first, children included) with its messages, as a list."""
+        return list(self.iter_export_all(source))
+
+    def iter_export_all(self, source: Optional[str] = None) -> Iterator[Dict[str, Any]]:
+        """``export_all`` streamed: sessions arrive page by page on a connection of their own,
+        read only as fast as they are consumed, so memory stays constant however large the file."""
+        if self._closed:
+            raise ClosedError("CLOSED", "this SessionDB is closed")
+        connection = self._target.connect(time.monotonic() + self._target.timeout)
+        try:
+            yield from connection.stream("exportAll", [optional(source=source)], self._target.timeout)
+        except Lost:
+            raise self._target.no_daemon("the connection was lost during exportAll") from None
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        """Waits for calls in flight, then closes the connection. Idempotent."""
+        with self._lock:
+            self._closed = True
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.wait_idle()
+            connection.close()
+
+    def __enter__(self) -> "SessionDB":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,70 @@
+"""A tiny stand-in daemon on a Unix socket for the cases a real one cannot show on demand: one
+that speaks a newer protocol, one that never answers. It records every request it reads."""
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+import msgpack
+
+from sessiondb.protocol import HEADER
+
+Reply = Optional[Dict[str, Any]]
+
+
+class FakeDaemon:
+    def __init__(self, path: str, answer: Callable[[Dict[str, Any]], Reply]) -> None:
+        self.path = path
+        self.answer = answer
+        self.requests: List[Dict[str, Any]] = []
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(path)
+        self._server.listen(16)
+        self._connections: List[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buffer += data
+                while len(buffer) >= 4:
+                    (length,) = HEADER.unpack_from(buffer)
+                    if len(buffer) < 4 + length:
+                        break
+                    request = msgpack.unpackb(buffer[4:4 + length], raw=False)
+                    buffer = buffer[4 + length:]
+                    self.requests.append(request)
+                    reply = self.answer(request)
+                    if reply is not None:
+                        body = msgpack.packb({"id": request["id"], **reply}, use_bin_type=True)
+                        conn.sendall(HEADER.pack(len(body)) + body)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self._server.close()
+        for conn in self._connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+
+
+def hello_ok(database: str) -> Dict[str, Any]:
+    return {"ok": True, "result": {"server": "sessiondb", "version": "0.0.0", "protocol": 1,
+                                    "schemaVersion": 6, "pid": 1, "database": database}}

@@ -1,0 +1,235 @@
+"""Autostart (one daemon for eight racing processes), `serve --idle-exit`, and losing the daemon
+mid-use: reads retried once, writes never applied twice, the next call reconnects."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+from conftest import CLI, REPO, run_sql
+from fake_daemon import FakeDaemon, hello_ok
+from sessiondb import AsyncSessionDB, SessionDB, UnavailableError
+from sessiondb.paths import real_database_path
+
+RACER = f"""
+import sys
+sys.path.insert(0, {str(REPO / "python")!r})
+from sessiondb import SessionDB
+sys.stdin.readline()                      # the go signal: every racer starts at once
+db = SessionDB(sys.argv[1], timeout=60)
+db.create_session(sys.argv[2], "cli")
+print(db._connected(10 ** 9).hello["pid"], flush=True)
+sys.stdin.readline()                      # stay connected until told
+db.close()
+"""
+
+
+def daemon_pids(db: Path) -> List[int]:
+    """The `serve` processes for this file (through the wrapper script or not)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and str(db).encode() in argv and any(a.endswith(b"main.js") for a in argv):
+            pids.append(int(entry))
+    return pids
+
+
+def stop_daemon(db: Path) -> None:
+    """Asks the daemon serving `db` to shut down, and waits until its process is gone."""
+    pids = daemon_pids(db)
+    try:
+        with SessionDB(db, autostart=False) as handle:
+            handle._call("shutdown", "write", [])
+    except UnavailableError:
+        pass
+    for pid in pids:
+        while os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().split()[2]:
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def autostarted(tmp: Path, bin_env: Path) -> Iterator[Path]:
+    db = tmp / "state.db"
+    yield db
+    stop_daemon(db)
+
+
+def test_eight_processes_racing_on_a_fresh_file_end_with_one_daemon_all_connected(autostarted: Path):
+    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(autostarted), f"p{i}"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(8)]
+    try:
+        for racer in racers:
+            racer.stdin.write("go\n")
+            racer.stdin.flush()
+        pids = {int(racer.stdout.readline()) for racer in racers}
+        assert len(pids) == 1
+        assert daemon_pids(autostarted) == list(pids)
+        with SessionDB(autostarted, autostart=False) as db:
+            assert db.session_count() == 8
+            assert db._call("stats", "read", [])["clients"] == 9  # the eight racers and us
+    finally:
+        for racer in racers:
+            racer.stdin.write("done\n")
+            racer.stdin.close()
+            racer.wait()
+    assert all(racer.returncode == 0 for racer in racers)
+    log = autostarted.parent / "state.db.daemon.log"
+    assert log.exists() and os.stat(log).st_mode & 0o077 == 0
+
+
+def test_the_autostarted_daemon_is_detached_and_stops_after_its_idle_time(tmp: Path, bin_env: Path):
+    db = tmp / "state.db"
+    handle = SessionDB(db)
+    pid = handle._connected(10 ** 9).hello["pid"]
+    assert os.getsid(pid) == pid  # a session of its own: the caller's signals do not reach it
+    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    assert cmdline[-6:-1] == [b"serve", b"--db", str(db).encode(), b"--idle-exit", b"600"]
+    handle.close()
+    stop_daemon(db)
+
+
+def test_serve_idle_exit_stops_cleanly_once_no_client_is_connected(tmp: Path, bin_env: Path):
+    db = tmp / "state.db"
+    log = open(tmp / "serve.log", "wb")
+    daemon = subprocess.Popen(["node", str(CLI), "serve", "--db", str(db), "--idle-exit", "0.5"],
+                              stdout=log, stderr=log)
+    try:
+        handle = None
+        while handle is None:
+            try:
+                handle = SessionDB(db, autostart=False)
+            except UnavailableError:
+                assert daemon.poll() is None
+                time.sleep(0.05)
+        handle.create_session("s", "cli")
+        time.sleep(1.5)  # three idle periods with a client connected: it must still serve
+        assert daemon.poll() is None and handle.session_count() == 1
+        handle.close()
+        assert daemon.wait(timeout=60) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        log.close()
+    assert not os.path.exists(f"{db}.sock")
+    assert "--idle-exit" in (tmp / "serve.log").read_text()
+    assert run_sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == 1
+
+
+def test_kill_9_mid_load_loses_no_acknowledged_write_and_the_next_call_works(autostarted: Path):
+    db = SessionDB(autostarted)
+    db.create_session("s", "cli")
+    first_pid = db._connected(10 ** 9).hello["pid"]
+    acknowledged, unknown, other = [], [], []
+    killed = threading.Event()
+    lock = threading.Lock()
+
+    def work(t: int) -> None:
+        after_kill = 0
+        i = 0
+        while after_kill < 50:
+            content = f"t{t}-{i}"
+            i += 1
+            try:
+                db.append_message("s", "user", content)
+                with lock:
+                    acknowledged.append(content)
+                if killed.is_set():
+                    after_kill += 1
+            except UnavailableError:
+                unknown.append(content)
+            except Exception as err:
+                other.append(err)
+                return
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    while len(acknowledged) < 200 and not other:
+        time.sleep(0.01)
+    os.kill(first_pid, signal.SIGKILL)
+    killed.set()
+    for thread in threads:
+        thread.join()
+    assert other == []
+    second_pid = db._connected(10 ** 9).hello["pid"]
+    assert second_pid != first_pid  # autostart brought up a new daemon
+    stored = [row[0] for row in run_sql(autostarted, "SELECT content FROM messages")]
+    assert set(acknowledged) <= set(stored)
+    assert len(stored) == len(set(stored))  # nothing applied twice
+    assert set(stored) <= set(acknowledged) | set(unknown)
+    assert db.message_count(session_id="s") == len(stored)
+    db.close()
+
+
+def flaky_daemon(tmp: Path, drop_op: str) -> FakeDaemon:
+    """Answers hello and everything else, but the first `drop_op` closes the connection instead."""
+    database = real_database_path(tmp / "state.db")
+    state = {"dropped": False}
+    fake: FakeDaemon
+
+    def answer(request):
+        if request["op"] == "hello":
+            return hello_ok(database)
+        if request["op"] == drop_op and not state["dropped"]:
+            state["dropped"] = True
+            for conn in fake._connections:
+                conn.shutdown(2)
+            return None
+        return {"ok": True, "result": {"answered": request["op"]}}
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+    return fake
+
+
+def test_a_read_in_flight_when_the_connection_drops_is_retried_once(tmp: Path):
+    fake = flaky_daemon(tmp, "getSession")
+    try:
+        with SessionDB(tmp / "state.db", autostart=False) as db:
+            assert db.get_session("s") == {"answered": "getSession"}
+        assert [r["op"] for r in fake.requests].count("getSession") == 2
+    finally:
+        fake.close()
+
+
+def test_a_write_in_flight_when_the_connection_drops_fails_unavailable_and_is_not_resent(tmp: Path):
+    fake = flaky_daemon(tmp, "appendMessage")
+    try:
+        with SessionDB(tmp / "state.db", autostart=False) as db:
+            with pytest.raises(UnavailableError) as caught:
+                db.append_message("s", "user", "once")
+            assert "may or may not have been applied" in str(caught.value)
+            assert db.session_count() == {"answered": "sessionCount"}  # the next call reconnects
+        assert [r["op"] for r in fake.requests].count("appendMessage") == 1
+    finally:
+        fake.close()
+
+
+def test_async_read_retried_and_write_not_resent(tmp: Path):
+    import asyncio
+
+    fake = flaky_daemon(tmp, "appendMessage")
+
+    async def main():
+        async with AsyncSessionDB(tmp / "state.db", autostart=False) as db:
+            with pytest.raises(UnavailableError):
+                await db.append_message("s", "user", "once")
+            assert await db.get_session("s") == {"answered": "getSession"}
+
+    try:
+        asyncio.run(main())
+        assert [r["op"] for r in fake.requests].count("appendMessage") == 1
+    finally:
+        fake.close()

@@ -1,0 +1,402 @@
+"""Every method through a real daemon, for SessionDB and AsyncSessionDB (the `store` fixture
+runs each test against both): the behaviours the TypeScript contract suite pins (SPEC 3)."""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from conftest import run_sql
+from sessiondb import (
+    ClosedError, ConstraintError, InvalidArgumentError, SessionDBError, TitleInUseError,
+    TitleTooLongError,
+)
+
+SESSION_KEYS = {
+    "id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id",
+    "started_at", "ended_at", "end_reason", "message_count", "tool_call_count", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+    "billing_provider", "billing_base_url", "billing_mode", "estimated_cost_usd",
+    "actual_cost_usd", "cost_status", "cost_source", "pricing_version", "title",
+}
+MESSAGE_KEYS = {
+    "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
+    "token_count", "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
+}
+
+
+def backdate(store, session_id: str, days: float, ended: bool = True) -> None:
+    started = time.time() - days * 86400
+    run_sql(store.db_path, "UPDATE sessions SET started_at = ?, ended_at = ? WHERE id = ?",
+            (started, started + 1 if ended else None, session_id))
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+def test_create_session_stores_every_field_and_returns_the_id(store):
+    before = time.time()
+    assert store.create_session("s1", "cli", model="m", model_config={"t": 0.5}, system_prompt="sp",
+                                user_id="u") == "s1"
+    row = store.get_session("s1")
+    assert set(row) == SESSION_KEYS
+    assert (row["source"], row["model"], row["system_prompt"], row["user_id"]) == ("cli", "m", "sp", "u")
+    assert row["model_config"] == '{"t":0.5}'
+    assert row["message_count"] == 0 and row["tool_call_count"] == 0 and row["ended_at"] is None
+    assert before - 1 <= row["started_at"] <= time.time() + 1
+
+
+def test_a_duplicate_id_is_ignored_and_the_first_row_wins(store):
+    store.create_session("s1", "cli", model="first")
+    assert store.create_session("s1", "telegram", model="second") == "s1"
+    assert store.get_session("s1")["model"] == "first"
+    assert store.session_count() == 1
+
+
+def test_model_config_empty_stores_null(store):
+    store.create_session("a", "cli", model_config={})
+    assert store.get_session("a")["model_config"] is None
+
+
+def test_unknown_parent_is_an_integrity_error_and_writes_nothing(store):
+    store.create_session("p", "cli")
+    store.create_session("c", "cli", parent_session_id="p")
+    assert store.get_session("c")["parent_session_id"] == "p"
+    with pytest.raises(sqlite3.IntegrityError) as caught:
+        store.create_session("orphan", "cli", parent_session_id="nope")
+    assert caught.value.code == "CONSTRAINT"
+    assert store.get_session("orphan") is None
+
+
+def test_an_empty_source_is_a_value_error(store):
+    with pytest.raises(ValueError) as caught:
+        store.create_session("x", "")
+    assert isinstance(caught.value, InvalidArgumentError) and caught.value.code == "INVALID_ARGUMENT"
+    assert store.session_count() == 0
+
+
+def test_ensure_session_creates_with_unknown_and_never_overwrites(store):
+    store.ensure_session("e1")
+    assert store.get_session("e1")["source"] == "unknown"
+    store.create_session("e2", "cli", model="m")
+    store.ensure_session("e2", "other", "x")
+    assert store.get_session("e2")["source"] == "cli" and store.get_session("e2")["model"] == "m"
+    assert isinstance(store.append_message("e1", "user", "hi"), int)
+
+
+def test_end_reopen_and_end_again(store):
+    store.create_session("s", "cli")
+    store.end_session("s", "user_exit")
+    first = store.get_session("s")
+    store.end_session("s", "other")
+    assert store.get_session("s")["end_reason"] == "user_exit"
+    assert store.get_session("s")["ended_at"] == first["ended_at"]
+    store.reopen_session("s")
+    assert store.get_session("s")["ended_at"] is None and store.get_session("s")["end_reason"] is None
+    store.end_session("s", "compression")
+    assert store.get_session("s")["end_reason"] == "compression"
+
+
+def test_writes_on_a_missing_id_do_nothing_and_do_not_fail(store):
+    assert store.end_session("missing", "x") is None
+    assert store.reopen_session("missing") is None
+    assert store.update_system_prompt("missing", "p") is None
+    assert store.update_token_counts("missing", input_tokens=5) is None
+    assert store.get_session("missing") is None
+    store.create_session("s", "cli")
+    store.update_system_prompt("s", "new prompt")
+    assert store.get_session("s")["system_prompt"] == "new prompt"
+
+
+def test_resolve_session_id(store):
+    for sid in ("abc", "abcdef", "xyz_1", "xyzA1"):
+        store.create_session(sid, "cli")
+    assert store.resolve_session_id("abc") == "abc"
+    assert store.resolve_session_id("abcd") == "abcdef"
+    assert store.resolve_session_id("ab") is None
+    assert store.resolve_session_id("nothing") is None
+    assert store.resolve_session_id("XYZ_") == "xyz_1"  # _ literal, ASCII case-insensitive
+
+
+def test_search_sessions_and_session_count(store):
+    for i in range(25):
+        store.create_session(f"s{i:02d}", "cli" if i % 2 else "telegram")
+        run_sql(store.db_path, "UPDATE sessions SET started_at = ? WHERE id = ?", (1000 + i, f"s{i:02d}"))
+    assert len(store.search_sessions()) == 20
+    rows = store.search_sessions(source="cli", limit=3, offset=1)
+    assert [r["id"] for r in rows] == ["s21", "s19", "s17"]
+    assert store.session_count() == 25 and store.session_count(source="cli") == 12
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+def test_update_token_counts_increment_absolute_and_costs(store):
+    store.create_session("s", "cli")
+    store.update_token_counts("s", input_tokens=10, output_tokens=5, estimated_cost_usd=0.5,
+                              cost_status="estimated", billing_provider="first", model="m1")
+    store.update_token_counts("s", input_tokens=1, estimated_cost_usd=0.25, actual_cost_usd=1.0,
+                              billing_provider="second", model="m2", cost_status="final")
+    row = store.get_session("s")
+    assert (row["input_tokens"], row["output_tokens"]) == (11, 5)
+    assert row["estimated_cost_usd"] == pytest.approx(0.75) and row["actual_cost_usd"] == 1.0
+    assert (row["billing_provider"], row["model"], row["cost_status"]) == ("first", "m1", "final")
+    store.update_token_counts("s", input_tokens=3, absolute=True)
+    row = store.get_session("s")
+    assert (row["input_tokens"], row["output_tokens"], row["estimated_cost_usd"]) == (3, 0, 0)
+    assert row["actual_cost_usd"] == 1.0
+
+
+def test_an_explicit_none_token_writes_null(store):
+    store.create_session("s", "cli")
+    store.update_token_counts("s", input_tokens=None)
+    assert store.get_session("s")["input_tokens"] is None
+    store.update_token_counts("s", input_tokens=4)
+    assert store.get_session("s")["input_tokens"] is None
+    store.update_token_counts("s", input_tokens=4, absolute=True)
+    assert store.get_session("s")["input_tokens"] == 4
+
+
+# -- titles ------------------------------------------------------------------------------------
+
+def test_titles_set_get_clear_and_in_use(store):
+    store.create_session("a", "cli")
+    store.create_session("b", "cli")
+    assert store.set_session_title("a", "  my\tproject  ") is True
+    assert store.get_session_title("a") == "my project"
+    assert store.set_session_title("a", "my project") is True
+    assert store.set_session_title("missing", "t") is False
+    with pytest.raises(ValueError) as caught:
+        store.set_session_title("b", "my project")
+    assert isinstance(caught.value, TitleInUseError)
+    assert str(caught.value) == "Title 'my project' is already in use by session a"
+    assert store.get_session_by_title("my project")["id"] == "a"
+    assert store.get_session_by_title("My Project") is None
+    assert store.set_session_title("a", "\u200b") is True
+    assert store.get_session_title("a") is None
+
+
+def test_a_title_over_100_characters_is_a_value_error_with_the_exact_message(store):
+    store.create_session("a", "cli")
+    assert store.set_session_title("a", "x" * 100) is True
+    with pytest.raises(ValueError) as caught:
+        store.set_session_title("a", "y" * 101)
+    assert isinstance(caught.value, TitleTooLongError) and caught.value.code == "TITLE_TOO_LONG"
+    assert str(caught.value) == "Title too long (101 chars, max 100)"
+    assert store.get_session_title("a") == "x" * 100
+
+
+def test_title_lineage_and_resolution(store):
+    assert store.get_next_title_in_lineage("my project") == "my project"
+    store.create_session("a", "cli")
+    store.set_session_title("a", "my project")
+    assert store.get_next_title_in_lineage("my project") == "my project #2"
+    assert store.resolve_session_by_title("my project") == "a"
+    store.create_session("b", "cli")
+    store.set_session_title("b", "my project #2")
+    store.create_session("c", "cli")
+    store.set_session_title("c", "my project #3")
+    assert store.get_next_title_in_lineage("my project") == "my project #4"
+    assert store.get_next_title_in_lineage("my project #2") == "my project #4"
+    assert store.resolve_session_by_title("my project") == "c"
+    assert store.resolve_session_by_title("nothing") is None
+
+
+# -- listing and compression -------------------------------------------------------------------
+
+def test_compression_tip_follows_the_chain(store):
+    assert store.get_compression_tip("unknown") == "unknown"
+    store.create_session("root", "cli")
+    store.end_session("root", "compression")
+    store.create_session("tip", "cli", parent_session_id="root")
+    assert store.get_compression_tip("root") == "tip"
+    assert store.get_compression_tip("tip") == "tip"
+
+
+def test_list_sessions_rich_rows_preview_children_and_projection(store):
+    store.create_session("root", "cli")
+    store.append_message("root", "user", "first question\nwith a newline")
+    store.end_session("root", "compression")
+    store.create_session("tip", "cli", parent_session_id="root")
+    store.append_message("tip", "user", "x" * 70)
+    store.create_session("other", "telegram")
+    rows = store.list_sessions_rich()
+    assert [r["id"] for r in rows] == ["other", "tip"]
+    projected = rows[1]
+    assert projected["_lineage_root_id"] == "root"
+    assert projected["preview"] == "x" * 60 + "..."
+    assert set(rows[0]) == SESSION_KEYS | {"last_active", "preview"}
+    assert rows[0]["preview"] == "" and rows[0]["last_active"] == rows[0]["started_at"]
+    plain = store.list_sessions_rich(project_compression_tips=False, source="cli")
+    assert [r["id"] for r in plain] == ["root"] and plain[0]["preview"] == "first question with a newline"
+    children = store.list_sessions_rich(include_children=True, exclude_sources=["telegram"])
+    assert sorted(r["id"] for r in children) == ["root", "tip"]
+    assert len(store.list_sessions_rich(limit=1, offset=1)) == 1
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+def test_append_message_stores_every_field_and_counts_tool_calls(store):
+    store.create_session("s", "cli")
+    first = store.append_message("s", "assistant", "answer", tool_calls=[{"id": "c1"}, {"id": "c2"}],
+                                 token_count=7, finish_reason="stop", reasoning="because",
+                                 reasoning_details=[{"r": 1}], codex_reasoning_items=[{"c": 1}])
+    second = store.append_message("s", "tool", "result", tool_name="grep", tool_call_id="c1")
+    assert second > first
+    messages = store.get_messages("s")
+    assert set(messages[0]) == MESSAGE_KEYS
+    assert messages[0]["tool_calls"] == [{"id": "c1"}, {"id": "c2"}]
+    assert messages[0]["reasoning_details"] == '[{"r":1}]'
+    assert (messages[1]["tool_name"], messages[1]["tool_call_id"]) == ("grep", "c1")
+    row = store.get_session("s")
+    assert (row["message_count"], row["tool_call_count"]) == (2, 2)
+
+
+def test_append_to_a_missing_session_is_an_integrity_error(store):
+    with pytest.raises(sqlite3.IntegrityError) as caught:
+        store.append_message("missing", "user", "hi")
+    assert isinstance(caught.value, ConstraintError) and caught.value.code == "CONSTRAINT"
+    assert store.message_count() == 0
+
+
+def test_get_messages_as_conversation(store):
+    store.create_session("s", "cli")
+    store.append_message("s", "user", "hi")
+    store.append_message("s", "assistant", None, tool_calls=[{"id": "t"}], reasoning="think")
+    store.append_message("s", "tool", "out", tool_call_id="t", tool_name="ls", reasoning="ignored")
+    assert store.get_messages_as_conversation("s") == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}], "reasoning": "think"},
+        {"role": "tool", "content": "out", "tool_call_id": "t", "tool_name": "ls"},
+    ]
+
+
+def test_clear_messages_and_message_count(store):
+    store.create_session("a", "cli")
+    store.create_session("b", "cli")
+    store.set_session_title("a", "kept")
+    store.update_token_counts("a", input_tokens=9)
+    store.append_message("a", "user", "x", tool_calls={"one": 1})
+    store.append_message("b", "user", "y")
+    assert store.message_count() == 2 and store.message_count(session_id="a") == 1
+    store.clear_messages("a")
+    row = store.get_session("a")
+    assert (row["message_count"], row["tool_call_count"], row["input_tokens"], row["title"]) == (0, 0, 9, "kept")
+    assert store.get_messages("a") == [] and store.message_count() == 1
+
+
+# -- search ------------------------------------------------------------------------------------
+
+def test_search_messages_hits_filters_and_context(store):
+    store.create_session("s", "cli")
+    store.create_session("t", "telegram")
+    store.append_message("s", "user", "before")
+    store.append_message("t", "user", "deploy the chat-send service")
+    store.append_message("s", "assistant", "deploy the chat-send service now")
+    store.append_message("s", "user", "after")
+    hits = store.search_messages("chat-send")
+    assert len(hits) == 2
+    assert set(hits[0]) == {"id", "session_id", "role", "snippet", "timestamp", "tool_name", "source",
+                            "model", "session_started", "context"}
+    mine = [h for h in hits if h["session_id"] == "s"][0]
+    assert ">>>" in mine["snippet"]
+    assert [c["content"] for c in mine["context"]] == ["before", "deploy the chat-send service now", "after"]
+    assert store.search_messages("deploy", source_filter=[]) == []
+    assert [h["session_id"] for h in store.search_messages("deploy", source_filter=["telegram"])] == ["t"]
+    assert [h["session_id"] for h in store.search_messages("deploy", exclude_sources=["telegram"])] == ["s"]
+    assert [h["role"] for h in store.search_messages("deploy", role_filter=["assistant"])] == ["assistant"]
+    assert len(store.search_messages("deploy", limit=1, offset=1)) == 1
+    assert store.search_messages("   ") == [] and store.search_messages("***") == []
+    for hostile in ['"unbalanced', "AND OR NOT", "(((", "a:b", "NEAR(", "^*"]:
+        assert isinstance(store.search_messages(hostile), list)
+
+
+def test_cjk_queries_use_the_fallback(store):
+    store.create_session("s", "cli")
+    store.append_message("s", "user", "我们今天讨论数据库的设计")
+    store.append_message("s", "user", "100%_done 完成")
+    hits = store.search_messages("数据库")
+    assert len(hits) == 1 and "数据库" in hits[0]["snippet"]
+    assert [h["snippet"] for h in store.search_messages("%_done 完")] == ["100%_done 完成"]
+    assert store.search_messages("%完") == []
+
+
+def test_static_helpers_exist_with_the_reference_names(store):
+    assert store.sanitize_title("  a \x00 b ") == "a b"
+    assert store._sanitize_fts5_query("C++") == "C"
+    assert store._contains_cjk("日本") is True and store._contains_cjk("abc") is False
+
+
+# -- export and removal ------------------------------------------------------------------------
+
+def test_export_session_and_export_all(store):
+    assert store.export_session("missing") is None
+    assert store.export_all() == []
+    store.create_session("old", "cli")
+    store.append_message("old", "user", "one")
+    run_sql(store.db_path, "UPDATE sessions SET started_at = 1 WHERE id = 'old'")
+    store.create_session("new", "telegram", parent_session_id="old")
+    exported = store.export_session("old")
+    assert set(exported) == SESSION_KEYS | {"messages"} and exported["messages"] == store.get_messages("old")
+    assert [s["id"] for s in store.export_all()] == ["new", "old"]
+    assert [s["id"] for s in store.export_all(source="cli")] == ["old"]
+
+
+def test_iter_export_all_streams_many_sessions_once_each_and_can_stop_early(store):
+    for i in range(230):
+        store.create_session(f"s{i:03d}", "cli")
+    seen = [s["id"] for s in store.iter_export_all()]
+    assert len(seen) == 230 and len(set(seen)) == 230
+    iterator = store.iter_export_all()
+    next(iterator)
+    iterator.close()
+    assert store.session_count() == 230
+
+
+def test_delete_session_orphans_children(store):
+    store.create_session("a", "cli")
+    store.create_session("b", "cli", parent_session_id="a")
+    store.create_session("c", "cli", parent_session_id="b")
+    store.append_message("a", "user", "gone")
+    assert store.delete_session("a") is True
+    assert store.delete_session("a") is False
+    assert store.get_session("b")["parent_session_id"] is None
+    assert store.get_session("c")["parent_session_id"] == "b"
+    assert store.message_count() == 0
+
+
+def test_prune_sessions_chain_active_and_source(store):
+    for sid, parent in (("A", None), ("B", "A"), ("C", "B"), ("D", "C")):
+        store.create_session(sid, "cli", parent_session_id=parent)
+    backdate(store, "A", 200)
+    backdate(store, "B", 100)
+    store.create_session("active", "cli")
+    backdate(store, "active", 300, ended=False)
+    store.create_session("tg", "telegram")
+    backdate(store, "tg", 200)
+    assert store.prune_sessions(source="cli") == 2
+    assert store.get_session("C")["parent_session_id"] is None
+    assert store.get_session("D")["parent_session_id"] == "C"
+    assert store.get_session("active") is not None
+    assert store.prune_sessions(older_than_days=150) == 1
+
+
+# -- lifecycle and errors ----------------------------------------------------------------------
+
+def test_close_is_idempotent_and_calls_after_it_fail_closed(store):
+    store.close()
+    store.close()
+    with pytest.raises(ClosedError) as caught:
+        store.get_session("x")
+    assert caught.value.code == "CLOSED"
+    with pytest.raises(SessionDBError):
+        store.export_all()
+
+
+def test_wrong_argument_types_are_value_errors_and_write_nothing(store):
+    with pytest.raises(ValueError):
+        store.create_session(42, "cli")
+    with pytest.raises(ValueError):
+        store.append_message("s", "user", object())  # cannot be sent at all
+    with pytest.raises(InvalidArgumentError):
+        store.list_sessions_rich(limit=-1)
+    assert store.session_count() == 0

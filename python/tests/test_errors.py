@@ -1,0 +1,177 @@
+"""What a caller sees when there is no daemon, a daemon it must not trust, a daemon of a newer
+protocol, or one that does not answer in time: coded errors of the right Python types."""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from fake_daemon import FakeDaemon, hello_ok
+from sessiondb import (
+    AsyncSessionDB, DeadlineError, OutcomeUnknownError, SessionDB, SessionDBError, UnavailableError,
+    UntrustedSocketError,
+)
+from sessiondb.paths import real_database_path
+
+
+def test_no_daemon_and_autostart_off_says_how_to_start_one(tmp: Path):
+    with pytest.raises(UnavailableError) as caught:
+        SessionDB(tmp / "state.db", autostart=False)
+    assert caught.value.code == "UNAVAILABLE"
+    assert f"sessiondb serve --db {tmp / 'state.db'}" in str(caught.value)
+
+
+def test_autostart_without_a_daemon_executable_is_unavailable(tmp: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("SESSIONDB_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp))
+    with pytest.raises(UnavailableError) as caught:
+        SessionDB(tmp / "state.db")
+    assert "SESSIONDB_BIN" in str(caught.value) and "sessiondb serve" in str(caught.value)
+
+
+def test_a_daemon_that_cannot_start_is_unavailable_and_points_at_its_log(tmp: Path, monkeypatch: pytest.MonkeyPatch):
+    broken = tmp / "broken-bin"
+    broken.write_text("#!/bin/sh\necho cannot start >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("SESSIONDB_BIN", str(broken))
+    with pytest.raises(UnavailableError) as caught:
+        SessionDB(tmp / "state.db")
+    assert "exited with status 3" in str(caught.value)
+    assert (tmp / "state.db.daemon.log").read_text().strip() == "cannot start"
+
+
+def listening_socket(path: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    return server
+
+
+def test_a_socket_in_a_directory_others_may_write_is_refused(tmp: Path):
+    shared = tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # world-writable, not sticky: anyone could swap the socket
+    server = listening_socket(str(shared / "state.db.sock"))
+    try:
+        with pytest.raises(UntrustedSocketError) as caught:
+            SessionDB(shared / "state.db", autostart=False)
+        assert caught.value.code == "UNAVAILABLE" and "writable by other users" in str(caught.value)
+    finally:
+        server.close()
+
+
+def test_something_else_at_the_socket_path_is_refused_and_left_alone(tmp: Path, bin_env: Path):
+    (tmp / "state.db.sock").write_text("not a socket")
+    with pytest.raises(UntrustedSocketError) as caught:
+        SessionDB(tmp / "state.db")
+    assert "not a socket" in str(caught.value)
+    assert (tmp / "state.db.sock").read_text() == "not a socket"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_socket_owned_by_another_user_is_refused(tmp: Path):
+    server = listening_socket(str(tmp / "state.db.sock"))
+    os.chown(tmp / "state.db.sock", 4242, 4242)
+    try:
+        with pytest.raises(UntrustedSocketError) as caught:
+            SessionDB(tmp / "state.db", autostart=False)
+        assert "owned by uid 4242" in str(caught.value)
+    finally:
+        server.close()
+
+
+def test_a_daemon_speaking_a_newer_protocol_is_a_protocol_error_and_nothing_is_started(tmp: Path, bin_env: Path):
+    def refuse(request):
+        return {"ok": False, "error": {"code": "PROTOCOL", "message": "this daemon speaks protocol 2 only"}}
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), refuse)
+    try:
+        with pytest.raises(SessionDBError) as caught:
+            SessionDB(tmp / "state.db")
+        assert caught.value.code == "PROTOCOL"
+        assert "protocol 2" in str(caught.value) and "sessiondb Python package" in str(caught.value)
+        assert not (tmp / "state.db.daemon.log").exists()  # autostart stayed out of it
+    finally:
+        fake.close()
+
+
+def test_a_hello_naming_a_newer_protocol_is_a_protocol_error(tmp: Path):
+    def newer(request):
+        reply = hello_ok(real_database_path(tmp / "state.db"))
+        reply["result"]["protocol"] = 2
+        return reply
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), newer)
+    try:
+        with pytest.raises(SessionDBError) as caught:
+            SessionDB(tmp / "state.db", autostart=False)
+        assert caught.value.code == "PROTOCOL"
+    finally:
+        fake.close()
+
+
+def silent_daemon(tmp: Path) -> FakeDaemon:
+    """Answers hello, then holds every other request without an answer."""
+    database = real_database_path(tmp / "state.db")
+    return FakeDaemon(str(tmp / "state.db.sock"), lambda r: hello_ok(database) if r["op"] == "hello" else None)
+
+
+def test_a_write_past_its_deadline_is_outcome_unknown_and_a_read_is_timeout(tmp: Path):
+    fake = silent_daemon(tmp)
+    try:
+        with SessionDB(tmp / "state.db", autostart=False, timeout=0.2) as db:
+            with pytest.raises(OutcomeUnknownError) as write:
+                db.append_message("s", "user", "hi")
+            assert write.value.code == "OUTCOME_UNKNOWN" and not isinstance(write.value, TimeoutError)
+            with pytest.raises(DeadlineError) as read:
+                db.get_session("s")
+            assert read.value.code == "TIMEOUT" and isinstance(read.value, TimeoutError)
+        sent = [r for r in fake.requests if r["op"] != "hello"]
+        assert [r["op"] for r in sent] == ["appendMessage", "getSession"]
+        assert all(isinstance(r["timeoutMs"], int) and 0 < r["timeoutMs"] <= 200 for r in sent)
+    finally:
+        fake.close()
+
+
+def test_async_deadlines_give_the_same_codes(tmp: Path):
+    import asyncio
+
+    fake = silent_daemon(tmp)
+
+    async def main():
+        async with AsyncSessionDB(tmp / "state.db", autostart=False, timeout=0.2) as db:
+            with pytest.raises(OutcomeUnknownError):
+                await db.create_session("s", "cli")
+            with pytest.raises(DeadlineError):
+                await db.session_count()
+
+    try:
+        asyncio.run(main())
+    finally:
+        fake.close()
+
+
+def test_the_daemons_own_timeout_is_timeout(tmp: Path):
+    database = real_database_path(tmp / "state.db")
+
+    def answer(request):
+        if request["op"] == "hello":
+            return hello_ok(database)
+        return {"ok": False, "error": {"code": "TIMEOUT", "message": "deadline passed before the write started"}}
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+    try:
+        with SessionDB(tmp / "state.db", autostart=False) as db:
+            with pytest.raises(DeadlineError) as caught:
+                db.append_message("s", "user", "hi")
+            assert caught.value.code == "TIMEOUT"
+            assert 29_000 < fake.requests[-1]["timeoutMs"] <= 30_000
+    finally:
+        fake.close()
+
+
+def test_a_bad_timeout_is_a_value_error(tmp: Path):
+    with pytest.raises(ValueError):
+        SessionDB(tmp / "state.db", timeout=0, autostart=False)

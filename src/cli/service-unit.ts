@@ -1,0 +1,103 @@
+/**
+ * The files that make the daemon a service of the user's session: a systemd user unit (Linux) or a
+ * launchd agent (macOS), each running `sessiondb --db <file> serve` and restarting it when it fails.
+ */
+import { createHash } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+export type ServiceKind = "systemd" | "launchd";
+
+export interface ServiceSpec {
+  kind: ServiceKind;
+  /** The unit's name (`sessiondb-<hash>.service`) or the agent's label (`sessiondb.<hash>`). */
+  name: string;
+  /** Where the unit or the agent's plist is written. */
+  file: string;
+  /** Where the daemon's log lines go, in words a person can follow. */
+  logs: string;
+  /** The launchd agent's log file (systemd logs to the journal). */
+  logFile: string | null;
+  /** The command the service runs. */
+  command: string[];
+  database: string;
+}
+
+/** The service for one database file: its name follows from the file's real path, so each file gets its own. */
+export function serviceSpec(kind: ServiceKind, database: string, cli: string, env: NodeJS.ProcessEnv = process.env): ServiceSpec {
+  const hash = createHash("sha256").update(database).digest("hex").slice(0, 12);
+  const command = [process.execPath, cli, "--db", database, "serve"];
+  const home = env.HOME || homedir();
+  if (kind === "systemd") {
+    const name = `sessiondb-${hash}.service`;
+    const config = env.XDG_CONFIG_HOME || join(home, ".config");
+    return {
+      kind, name, file: join(config, "systemd", "user", name), logs: `journalctl --user -u ${name}`, logFile: null, command, database,
+    };
+  }
+  const name = `sessiondb.${hash}`;
+  const logFile = join(home, "Library", "Logs", "sessiondb", `${name}.log`);
+  return { kind, name, file: join(home, "Library", "LaunchAgents", `${name}.plist`), logs: logFile, logFile, command, database };
+}
+
+/** One word of an `ExecStart=` line, quoted as systemd reads it; `%` is systemd's specifier sign. */
+function systemdWord(word: string): string {
+  const escaped = word.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/%/g, "%%");
+  return /^[\w/.@:+,=-]+$/.test(word) ? escaped : `"${escaped}"`;
+}
+
+function xml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+/** The unit file or plist for `spec`. */
+export function serviceFile(spec: ServiceSpec): string {
+  if (spec.kind === "systemd") {
+    return [
+      "[Unit]",
+      `Description=sessiondb daemon for ${spec.database.replace(/%/g, "%%")}`,
+      "",
+      "[Service]",
+      "Type=simple",
+      `ExecStart=${spec.command.map(systemdWord).join(" ")}`,
+      // SIGTERM lets the daemon answer every queued write and checkpoint before it exits 0.
+      "KillSignal=SIGTERM",
+      "TimeoutStopSec=90",
+      "Restart=on-failure",
+      "RestartSec=2",
+      "",
+      "[Install]",
+      "WantedBy=default.target",
+      "",
+    ].join("\n");
+  }
+  return [
+    `<?xml version="1.0" encoding="UTF-8"?>`,
+    `<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">`,
+    `<plist version="1.0">`,
+    `<dict>`,
+    `  <key>Label</key>`,
+    `  <string>${xml(spec.name)}</string>`,
+    `  <key>ProgramArguments</key>`,
+    `  <array>`,
+    ...spec.command.map((word) => `    <string>${xml(word)}</string>`),
+    `  </array>`,
+    `  <key>RunAtLoad</key>`,
+    `  <true/>`,
+    // Restarted when it exits with a failure; a clean exit (sessiondb stop) stays stopped.
+    `  <key>KeepAlive</key>`,
+    `  <dict>`,
+    `    <key>SuccessfulExit</key>`,
+    `    <false/>`,
+    `  </dict>`,
+    `  <key>ThrottleInterval</key>`,
+    `  <integer>2</integer>`,
+    `  <key>StandardOutPath</key>`,
+    `  <string>${xml(spec.logFile!)}</string>`,
+    `  <key>StandardErrorPath</key>`,
+    `  <string>${xml(spec.logFile!)}</string>`,
+    `</dict>`,
+    `</plist>`,
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,78 @@
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { SessionDBError, toSessionDBError } from "../errors.js";
+import type { ResolvedOptions } from "../options.js";
+import type { DaemonClient } from "./daemon-client.js";
+import { findDaemon } from "./daemon-lookup.js";
+
+/** How long a started daemon has to answer its first hello. */
+const START_WAIT_MS = 5000;
+const POLL_MS = 50;
+/** Seconds an autostarted daemon lingers with no client (`serve --idle-exit`). */
+export const AUTOSTART_IDLE_EXIT_S = 600;
+
+/** `$SESSIONDB_BIN`, else this package's own CLI run by this Node. */
+function daemonCommand(): [string, string[]] {
+  const bin = process.env.SESSIONDB_BIN;
+  if (bin) return [bin, []];
+  return [process.execPath, [fileURLToPath(new URL("../cli/main.js", import.meta.url))]];
+}
+
+/**
+ * Connects to the file's daemon (found as client/daemon-lookup.ts says), starting one when none answers (`openSessionDB({ autostart:
+ * true })`): `serve --db PATH --idle-exit 600`, detached (a session of its own, output to
+ * `files.daemonLog` beside the socket), then waits up to 5 s for its hello. Two processes starting
+ * one at once is safe: the daemon's instance lock lets one serve and the other exit. With
+ * `create: false` a missing file is NOT_FOUND rather than a daemon that would create it.
+ */
+export async function connectOrStart(options: ResolvedOptions): Promise<DaemonClient> {
+  try {
+    return await findDaemon(options);
+  } catch (err) {
+    if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+  }
+  const { db, socket, daemonLog } = options.files;
+  if (!options.create && !existsSync(db)) {
+    throw new SessionDBError("NOT_FOUND", `no database at ${db} (nothing was created, no daemon started)`);
+  }
+  const [command, prefix] = daemonCommand();
+  mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
+  const log = openSync(daemonLog, "a", 0o600);
+  let exited: number | null = null;
+  try {
+    const child = spawn(command, [...prefix, "serve", "--db", db, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
+      detached: true,
+      stdio: ["ignore", log, log],
+    });
+    child.once("error", () => (exited = -1));
+    child.once("exit", (code) => (exited = code ?? -1));
+    child.unref();
+  } finally {
+    closeSync(log);
+  }
+  const giveUp = Date.now() + START_WAIT_MS;
+  let triedAfterExit = false;
+  for (;;) {
+    const exitedBefore = exited !== null;
+    try {
+      return await findDaemon(options);
+    } catch (err) {
+      if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+      // A daemon that exited may have lost the race to another one: that one answers, or not.
+      if (exitedBefore && triedAfterExit) throw startFailed(socket, `exited with status ${String(exited)}`, daemonLog);
+      triedAfterExit = exitedBefore;
+      if (Date.now() > giveUp) throw startFailed(socket, `did not answer within ${START_WAIT_MS / 1000} s`, daemonLog);
+      await sleep(POLL_MS);
+    }
+  }
+}
+
+function startFailed(socketPath: string, why: string, logPath: string): SessionDBError {
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `no sessiondb daemon answers on ${socketPath}: the daemon autostart started ${why}; see ${logPath}. Start one with \`sessiondb serve --db PATH\``,
+  );
+}

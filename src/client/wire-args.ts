@@ -1,0 +1,71 @@
+/**
+ * What the daemon client sends for a call, so that the daemon stores exactly what direct mode
+ * would (same results, same errors). MessagePack would send a BigInt as a plain integer, and
+ * inside a JSON field would not apply `toJSON` (a Date would become an extension type, a class
+ * instance its fields) and would send a Map as an ordinary map, where direct mode refuses BigInt
+ * and serializes JSON fields with JSON.stringify, refusing what is not plain data. So a BigInt is
+ * refused anywhere, and inside the JSON fields `toJSON` is applied and anything else that is not
+ * plain data is refused, with INVALID_ARGUMENT, before anything is sent. Elsewhere values travel
+ * as they are and the daemon's checks judge them as direct mode's do. Done without the engine's
+ * checks, so the client never loads the SQLite driver.
+ */
+import { invalidArgument } from "../errors.js";
+
+/**
+ * The fields direct mode serializes with JSON.stringify (appendMessage's msg, createSession's
+ * opts, importSession's messages; see optJson in engine/messages.ts, sessions.ts, import.ts).
+ */
+const JSON_FIELDS: ReadonlySet<string> = new Set(["toolCalls", "reasoningDetails", "codexReasoningItems", "modelConfig", "tool_calls"]);
+
+export function argsForWire(op: string, args: readonly unknown[]): unknown[] {
+  const within = new Set<object>();
+  return args.map((arg) => asWireValue(op, arg, within));
+}
+
+/**
+ * A value outside the JSON fields: unchanged but for the JSON fields found within it.
+ * `within`: the objects being copied, so a cycle is refused as JSON.stringify refuses it.
+ */
+function asWireValue(op: string, value: unknown, within: Set<object>): unknown {
+  if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not accepted (give a number)`);
+  if (typeof value !== "object" || value === null) return value;
+  if (!Array.isArray(value) && !isPlainObject(value)) return value;
+  return copyOnce(op, value, within, (k, v) => (JSON_FIELDS.has(k) ? asJsonData(op, v, k, within) : asWireValue(op, v, within)));
+}
+
+/** A value inside a JSON field, as JSON.stringify sees it. */
+function asJsonData(op: string, value: unknown, key: string, within: Set<object>): unknown {
+  if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not JSON data`);
+  if (typeof value !== "object" || value === null) return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return asJsonData(op, toJSON.call(value, key) as unknown, key, within);
+  if (!Array.isArray(value) && !isPlainObject(value)) {
+    throw invalidArgument(`${op}: ${(value as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
+  }
+  return copyOnce(op, value, within, (k, v) => asJsonData(op, v, k, within));
+}
+
+/** A copy of an array or plain object with each item mapped; a cycle is INVALID_ARGUMENT. */
+function copyOnce(op: string, value: object, within: Set<object>, map: (key: string, item: unknown) => unknown): unknown {
+  if (within.has(value)) throw invalidArgument(`${op}: a circular structure is not JSON data`);
+  within.add(value);
+  try {
+    return Array.isArray(value) ? value.map((item: unknown, i) => map(String(i), item)) : copyObject(value, map);
+  } finally {
+    within.delete(value);
+  }
+}
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function copyObject(value: object, map: (key: string, item: unknown) => unknown): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    // defineProperty, so a `__proto__` key stays an own key and never becomes the prototype.
+    Object.defineProperty(copy, k, { value: map(k, v), enumerable: true, writable: true, configurable: true });
+  }
+  return copy;
+}

@@ -1,0 +1,140 @@
+/**
+ * Daemons started on demand (SPEC §5): `serve --idle-exit SECONDS` ends a daemon with no client,
+ * and `openSessionDB({ autostart: true })` starts one when none answers.
+ */
+import assert from "node:assert/strict";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Daemon } from "../src/daemon/daemon.js";
+import { openSessionDB, type SessionDB } from "../src/index.js";
+import { expectCode } from "./contract/fixture.js";
+import { CLI, freshDbPath, killAndWait, waitUntilServing } from "./helpers/daemon.js";
+import { Child } from "./helpers/processes.js";
+
+test("serve --idle-exit: keeps serving while a client is connected, then exits 0 once none is", async (t) => {
+  const dbPath = freshDbPath(t);
+  const child = new Child(process.execPath, [CLI, "--db", dbPath, "serve", "--readers", "2", "--idle-exit", "0.3"]);
+  t.after(() => killAndWait(child));
+  await waitUntilServing(child, `${dbPath}.sock`);
+  const db = await openSessionDB({ path: dbPath, mode: "daemon" });
+  await db.createSession("s", "cli");
+  await sleep(1000); // several idle periods with a client connected
+  assert.equal(await db.sessionCount(), 1, "still serving");
+  await db.close();
+  const finished = await child.done;
+  assert.equal(finished.code, 0);
+  assert.match(finished.stderr, /no client for 0\.3 s \(--idle-exit\): stopping/);
+  assert.equal(existsSync(`${dbPath}.sock`), false, "socket removed");
+});
+
+test("serve --idle-exit rejects a value that is not a positive number", async (t) => {
+  const child = new Child(process.execPath, [CLI, "--db", freshDbPath(t), "serve", "--idle-exit", "soon"]);
+  t.after(() => killAndWait(child));
+  const finished = await child.done;
+  assert.notEqual(finished.code, 0);
+  assert.match(finished.stderr, /--idle-exit.*positive number of seconds/);
+});
+
+/** Stops the daemon a test autostarted and waits until its process is gone. */
+async function stopDaemon(dbPath: string): Promise<void> {
+  const db = await openSessionDB({ path: dbPath, mode: "daemon" });
+  assert.ok(db.daemon !== null);
+  const { pid } = db.daemon.server;
+  await db.daemon.shutdown();
+  await db.close();
+  while (isAlive(pid)) await sleep(20);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function withBin(t: TestContext, bin: string | undefined): void {
+  const before = process.env.SESSIONDB_BIN;
+  if (bin === undefined) delete process.env.SESSIONDB_BIN;
+  else process.env.SESSIONDB_BIN = bin;
+  t.after(() => {
+    if (before === undefined) delete process.env.SESSIONDB_BIN;
+    else process.env.SESSIONDB_BIN = before;
+  });
+}
+
+test("autostart: no daemon answers, so one is started detached with --idle-exit 600 and serves the handle", async (t) => {
+  withBin(t, undefined); // this package's own CLI
+  const dir = mkdtempSync("/tmp/sdb-");
+  const dbPath = join(dir, "state.db");
+  const handles: SessionDB[] = [];
+  // One hook, in this order: hooks run in the order they were added, and the daemon must be
+  // stopped before its directory goes.
+  t.after(async () => {
+    for (const handle of handles) await handle.close();
+    await stopDaemon(dbPath);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const db = await openSessionDB({ path: dbPath, mode: "daemon", autostart: true });
+  handles.push(db);
+  assert.equal(db.mode, "daemon");
+  assert.ok(db.daemon !== null);
+  const { pid } = await db.daemon.hello();
+  assert.notEqual(pid, process.pid);
+  await db.createSession("s", "cli");
+  assert.equal(await db.sessionCount(), 1);
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  assert.deepEqual(argv.slice(-3, -1), ["--idle-exit", "600"]);
+  assert.equal(db.files.daemonLog, join(dir, "state.db.daemon.log"));
+  assert.ok(existsSync(db.files.daemonLog), "its output goes to a log beside the socket");
+
+  const again = await openSessionDB({ path: dbPath, mode: "auto", autostart: true });
+  handles.push(again);
+  assert.equal(again.mode, "daemon");
+  assert.equal(await again.sessionCount(), 1, "the second handle found the same daemon");
+});
+
+test("autostart is off by default: mode auto stays direct and mode daemon is UNAVAILABLE", async (t) => {
+  const dbPath = freshDbPath(t);
+  const db = await openSessionDB({ path: dbPath });
+  t.after(() => db.close());
+  assert.equal(db.mode, "direct");
+  await expectCode(() => openSessionDB({ path: dbPath, mode: "daemon" }), "UNAVAILABLE");
+  assert.equal(existsSync(`${dbPath}.sock`), false);
+});
+
+test("autostart of a daemon that cannot start: daemon mode is UNAVAILABLE naming the log, auto falls back to direct", async (t) => {
+  const dbPath = freshDbPath(t);
+  const broken = join(dbPath, "..", "broken-bin");
+  writeFileSync(broken, "#!/bin/sh\necho cannot start >&2\nexit 3\n");
+  chmodSync(broken, 0o755);
+  withBin(t, broken);
+  const err = await expectCode(() => openSessionDB({ path: dbPath, mode: "daemon", autostart: true }), "UNAVAILABLE");
+  assert.match(err.message, /exited with status 3; see .*state\.db\.daemon\.log/);
+  const db = await openSessionDB({ path: dbPath, autostart: true });
+  t.after(() => db.close());
+  assert.equal(db.mode, "direct");
+});
+
+test("autostart must be a boolean", async () => {
+  await expectCode(() => openSessionDB({ autostart: "yes" as unknown as boolean }), "INVALID_ARGUMENT");
+});
+
+test("autostart with create: false and no file: NOT_FOUND, and neither a daemon nor the file appears", async (t) => {
+  const dbPath = freshDbPath(t);
+  withBin(t, undefined);
+  for (const mode of ["daemon", "auto"] as const) {
+    await expectCode(() => openSessionDB({ path: dbPath, mode, autostart: true, create: false }), "NOT_FOUND");
+  }
+  assert.equal(existsSync(dbPath), false, "no file created");
+  assert.equal(existsSync(`${dbPath}.sock`), false, "no daemon started");
+});
+
+test("the daemon option idleExitMs must be a positive number", async (t) => {
+  const dbPath = freshDbPath(t);
+  await expectCode(() => Daemon.start({ path: dbPath, idleExitMs: 0 }), "INVALID_ARGUMENT");
+  assert.equal(existsSync(`${dbPath}.sock`), false);
+});

@@ -1,0 +1,3 @@
+import { runServedContractSuite } from "./contract/served-suite.js";
+
+runServedContractSuite("auto");
