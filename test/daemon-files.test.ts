@@ -78,12 +78,14 @@ test("startup errors carry their real code: a directory or a file serve cannot w
   const dir = shortTempDir(t);
   chmodSync(dir, 0o755);
 
-  // A directory the user may not write: the lock file cannot be created.
+  // A directory the user may not write: neither the database nor the lock file can be created
+  // (the CLI's file check says so before the daemon tries the lock file).
   const readOnlyDir = join(dir, "ro");
   mkdirSync(readOnlyDir, { mode: 0o755 });
   const inReadOnlyDir = await serveExpectingRefusal(t, join(readOnlyDir, "state.db"), [], NOBODY);
   assert.equal(inReadOnlyDir.code, 1);
-  assert.match(inReadOnlyDir.stderr, /^error IO: .*ro\/state\.db\.daemon-lock.*EACCES/m);
+  assert.match(inReadOnlyDir.stderr, /^error IO: .*ro\/state\.db.*(read-only for this user|EACCES)/m);
+  assert.doesNotMatch(inReadOnlyDir.stderr, /INTERNAL/);
 
   // A database the user may only read, in a directory it may write: serve refuses to start.
   const shared = join(dir, "shared");
@@ -94,7 +96,8 @@ test("startup errors carry their real code: a directory or a file serve cannot w
   chmodSync(dbPath, 0o644);
   const readOnlyFile = await serveExpectingRefusal(t, dbPath, [], NOBODY);
   assert.equal(readOnlyFile.code, 1);
-  assert.match(readOnlyFile.stderr, /^error IO: cannot serve .*shared\/state\.db: this user \(uid 65534\) cannot write it \(EACCES\); .*does not start read-only/m);
+  // The CLI's file check or, past it, the daemon's own (servableFile) refuses: IO naming the file.
+  assert.match(readOnlyFile.stderr, /^error IO: (cannot serve .*shared\/state\.db: this user \(uid 65534\) cannot write it \(EACCES\); .*does not start read-only|cannot write .*shared\/state\.db: permission denied)/m);
   assert.doesNotMatch(readOnlyFile.stderr, /INTERNAL/);
 });
 

@@ -76,17 +76,25 @@ function prepareLockFile(path: string): void {
  * of another user's that this user may not open is that user's daemon's, and said so.
  */
 function lockFileError(path: string, err: unknown): SessionDBError {
-  const me = process.getuid?.();
-  const owner = lstatSync(path, { throwIfNoEntry: false })?.uid;
-  if (me !== undefined && me !== 0 && owner !== undefined && owner !== me) {
-    return new SessionDBError(
-      "UNAVAILABLE",
-      `cannot take the daemon's lock file ${path}: it belongs to ${userName(owner)}, whose daemon serves (or served) this database; use their daemon, or --direct`,
-      { cause: err },
-    );
-  }
+  const others = othersLockFile(path, err);
+  if (others !== null) return others;
   const e = toSessionDBError(err);
   return new SessionDBError(e.code === "INTERNAL" ? "IO" : e.code, `cannot use the daemon's lock file ${path}: ${e.message}`, { cause: err });
+}
+
+/**
+ * When the lock file at `path` is another user's (and this user is not root): that user's daemon
+ * serves (or served) the database, said so — rather than as a file this user cannot open.
+ */
+export function othersLockFile(path: string, cause?: unknown): SessionDBError | null {
+  const me = process.getuid?.();
+  const owner = lstatSync(path, { throwIfNoEntry: false })?.uid;
+  if (me === undefined || me === 0 || owner === undefined || owner === me) return null;
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `cannot take the daemon's lock file ${path}: it belongs to ${userName(owner)}, whose daemon serves (or served) this database; use their daemon, or --direct`,
+    { cause },
+  );
 }
 
 /**

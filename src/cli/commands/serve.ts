@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { positiveInt, positiveSeconds } from "../arguments.js";
+import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
@@ -16,7 +17,13 @@ export function registerServe(program: Command): void {
     .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number; idleExit?: number }, command: Command) => {
       const globals = globalsOf(command);
       const { db } = globals;
-      checkDatabaseFile(filesOf(globals).db);
+      const files = filesOf(globals);
+      try {
+        checkDatabaseFile(files.db);
+      } catch (err) {
+        // A file this user may not use that another user's daemon holds: say whose it is.
+        throw othersLockFile(files.lock, err) ?? err;
+      }
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
