@@ -4,6 +4,7 @@ import { openLockFile, type Connection } from "../engine/connection.js";
 import { createPrivateFile } from "../engine/private-files.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
+import { fileIdentity, sameFile } from "../file-identity.js";
 import { userName } from "../user-name.js";
 
 /**
@@ -97,26 +98,32 @@ export function othersLockFile(path: string, cause?: unknown): SessionDBError | 
   );
 }
 
+/** How long a start waits for a lock holder to listen, or to let go of a file that is gone. */
+const HOLDER_WAIT_MS = 10_000;
+
 /**
  * The instance lock at `lockPath`, or an UNAVAILABLE error naming the daemon that already serves
- * the file `database` (it listens on `socketPath`).
+ * the file `database` (it listens on `socketPath`). A holder that serves another file — one
+ * whose file was removed, and whose inode number the new file got at once (the identity lock) —
+ * is stopping (its file watch saw the removal): the start waits for it to let go.
  */
 export async function acquireInstanceLock(lockPath: string, socketPath: string, database: string): Promise<InstanceLock> {
-  try {
-    return InstanceLock.acquire(lockPath);
-  } catch (err) {
-    if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE" || !isBusyError(err.cause ?? err)) throw err;
-    // The winner of a simultaneous start may not listen yet: ask for a moment.
-    const until = Date.now() + 5000;
-    let hello: HelloResult | null = null;
-    while (hello === null && Date.now() < until) {
-      hello = await probeDaemon(socketPath, 500);
-      if (hello === null) await new Promise((r) => setTimeout(r, 100));
+  const until = Date.now() + HOLDER_WAIT_MS;
+  for (;;) {
+    try {
+      return InstanceLock.acquire(lockPath);
+    } catch (err) {
+      if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE" || !isBusyError(err.cause ?? err)) throw err;
     }
-    if (hello === null) {
+    // The winner of a simultaneous start may not listen yet: ask for a moment.
+    const hello: HelloResult | null = await probeDaemon(socketPath, 500);
+    if (hello !== null && (hello.database === database || sameFile(fileIdentity(hello.database), fileIdentity(database)))) {
+      const alias = hello.database === database ? "" : ` under another name, ${hello.database} (the same file)`;
+      throw new SessionDBError("UNAVAILABLE", `a sessiondb daemon (pid ${hello.pid}) already serves ${database}${alias} on ${socketPath}`);
+    }
+    if (Date.now() > until) {
       throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon already serves ${database} (it holds ${lockPath})`);
     }
-    const alias = hello.database === database ? "" : ` under another name, ${hello.database} (the same file)`;
-    throw new SessionDBError("UNAVAILABLE", `a sessiondb daemon (pid ${hello.pid}) already serves ${database}${alias} on ${socketPath}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
