@@ -14,7 +14,8 @@ import { CONVOY_MODES, MODES, type ConvoyMode } from "./modes.js";
 import { HISTOGRAM_EDGES_MS } from "./stats.js";
 
 const FONT = "DejaVu Sans, Helvetica, Arial, sans-serif";
-const MODE_COLORS = ["#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#9467bd", "#17becf", "#7f7f7f"];
+// One color per mode, in CONVOY_MODES order; the PostgreSQL modes in greens and brown.
+const MODE_COLORS = ["#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#9467bd", "#17becf", "#7f7f7f", "#8c564b", "#2ca02c", "#98df8a"];
 const modeColor = { field: "mode", type: "nominal", title: "mode", scale: { domain: [...CONVOY_MODES], range: MODE_COLORS } } as const;
 const KS_MODES = CONVOY_MODES.filter((m) => MODES[m].clients === "k");
 

@@ -9,9 +9,10 @@ import { join } from "node:path";
 import type { DaemonStats } from "../src/protocol/control.js";
 import { BenchChild } from "./child-process.js";
 import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
-import { checkRows, createDatabase, type RowCheck } from "./database-file.js";
+import type { PgServer } from "../test/helpers/postgres-server.js";
+import { checkPgRows, checkRows, createDatabase, type RowCheck } from "./database-file.js";
 import { DaemonProcess } from "./daemon-process.js";
-import { MODES, type ConvoyMode } from "./modes.js";
+import { MODES, type ConvoyMode, type ModeSpec } from "./modes.js";
 import { histogram, summarizeLatencies, type LatencySummary } from "./stats.js";
 import type { WriterConfig, WriterReport } from "./workers/protocol.js";
 
@@ -34,6 +35,8 @@ export interface ConvoyRunSpec {
   dir: string;
   socket: string;
   messagesFile: string;
+  /** The server the PostgreSQL modes get a fresh database on (null when none runs). */
+  postgres: PgServer | null;
 }
 
 export interface ClientFigures {
@@ -103,15 +106,55 @@ interface Readings {
   stats: DaemonStats | null;
 }
 
+function hostsOf(spec: ConvoyRunSpec): number {
+  const mode: ModeSpec = MODES[spec.mode];
+  return mode.hosts ?? 1;
+}
+
+/** A fresh database for the run: a file in its dir, or a database on the bench's PostgreSQL server. */
+function freshDatabase(spec: ConvoyRunSpec): string {
+  const mode: ModeSpec = MODES[spec.mode];
+  if (mode.engine !== "postgres") {
+    const db = join(spec.dir, "convoy.db");
+    createDatabase(db);
+    return db;
+  }
+  if (spec.postgres === null) throw new Error(`${spec.mode} needs the bench's PostgreSQL server`);
+  return spec.postgres.createDatabase();
+}
+
+/** The run's daemons, each as on a host of its own (its own runtime dir: socket and instance lock). */
+async function startDaemons(spec: ConvoyRunSpec, db: string): Promise<DaemonProcess[]> {
+  const daemons: DaemonProcess[] = [];
+  try {
+    for (let host = 0; host < hostsOf(spec); host++) {
+      const runtime = join(spec.dir, `host-${host}`);
+      mkdirSync(runtime, { recursive: true, mode: 0o700 });
+      daemons.push(await DaemonProcess.start({
+        db, socket: socketOf(spec, host), synchronous: spec.synchronous, walLimitMb: spec.walLimitMb, env: { XDG_RUNTIME_DIR: runtime },
+      }));
+    }
+    return daemons;
+  } catch (err) {
+    for (const d of daemons) d.kill();
+    throw err;
+  }
+}
+
 function clientCount(spec: ConvoyRunSpec): number {
   return MODES[spec.mode].clients === "k" ? spec.k : 1;
+}
+
+/** The socket of daemon `host` (0 or 1) of a run. */
+function socketOf(spec: ConvoyRunSpec, host: number): string {
+  return host === 0 ? spec.socket : `${spec.socket}.${host}`;
 }
 
 function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild<WriterReport> {
   const mode = MODES[spec.mode];
   const config: WriterConfig = {
     db,
-    socket: mode.daemon ? spec.socket : null,
+    socket: mode.daemon ? socketOf(spec, index % hostsOf(spec)) : null,
     sessionId: `bench-${spec.mode}-${index}`,
     messagesFile: spec.messagesFile,
     offset: index * 37,
@@ -128,39 +171,54 @@ function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild
 export async function runConvoyCell(spec: ConvoyRunSpec): Promise<ConvoyRun> {
   const mode = MODES[spec.mode];
   mkdirSync(spec.dir, { recursive: true });
-  const db = join(spec.dir, "convoy.db");
-  createDatabase(db);
-  let daemon: DaemonProcess | null = null;
+  const db = freshDatabase(spec);
+  let daemons: DaemonProcess[] = [];
   const clients: Array<BenchChild<WriterReport>> = [];
   try {
-    if (mode.daemon) daemon = await DaemonProcess.start({ db, socket: spec.socket, synchronous: spec.synchronous, walLimitMb: spec.walLimitMb });
+    if (mode.daemon) daemons = await startDaemons(spec, db);
     for (let i = 0; i < clientCount(spec); i++) clients.push(spawnClient(spec, db, i));
     await Promise.all(clients.map((c) => c.ready()));
-    const before = await readings(daemon);
+    const before = await readings(daemons);
     for (const client of clients) client.go();
     const reports = await Promise.all(clients.map((c) => c.report()));
-    const after = await readings(daemon);
-    await daemon?.stop();
-    daemon = null;
+    const after = await readings(daemons);
+    await Promise.all(daemons.map((d) => d.stop()));
+    daemons = [];
     const appended = (r: WriterReport) => (mode.operation === "append" ? r.warmupAppends + r.appends : 0);
     const acknowledged = new Map(reports.map((r, i) => [`bench-${spec.mode}-${i}`, appended(r)]));
-    return figures(spec, reports, checkRows(db, acknowledged), before, after);
+    const rows = db.startsWith("postgres") ? await checkPgRows(db, acknowledged) : checkRows(db, acknowledged);
+    return figures(spec, reports, rows, before, after);
   } finally {
     for (const client of clients) client.kill();
-    daemon?.kill();
+    for (const d of daemons) d.kill();
     rmSync(spec.dir, { recursive: true, force: true });
+    if (db.startsWith("postgres")) spec.postgres?.dropDatabase(new URL(db).pathname.slice(1));
   }
 }
 
-async function readings(daemon: DaemonProcess | null): Promise<Readings> {
-  const stats = daemon === null ? null : await daemon.stats();
+/**
+ * Figures at one moment. With two daemons their commits and CPU add up; the wait for a core is
+ * the first daemon's.
+ */
+async function readings(daemons: DaemonProcess[]): Promise<Readings> {
+  const all = await Promise.all(daemons.map((d) => d.stats()));
+  const first = all[0];
+  const stats = first === undefined ? null : {
+    ...first,
+    writer: { ...first.writer, batches: sum(all.map((s) => s.writer.batches)), writes: sum(all.map((s) => s.writer.writes)) },
+  };
+  const cpu = daemons.map((d) => processCpuMs(d.pid));
   return {
     wallMs: performance.now(),
     machine: machineTimes(),
-    daemonCpuMs: daemon === null ? null : processCpuMs(daemon.pid),
-    daemonSched: daemon === null ? null : schedTimes(daemon.pid),
+    daemonCpuMs: daemons.length === 0 || cpu.includes(null) ? null : sum(cpu as number[]),
+    daemonSched: daemons[0] === undefined ? null : schedTimes(daemons[0].pid),
     stats,
   };
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
 }
 
 function figures(spec: ConvoyRunSpec, reports: WriterReport[], rows: RowCheck, start: Readings, end: Readings): ConvoyRun {

@@ -5,9 +5,10 @@
  * ratios are taken between runs of the same repetition.
  */
 import { join } from "node:path";
+import { PgServer } from "../test/helpers/postgres-server.js";
 import { runConvoyCell, type ConvoyRun } from "./convoy-run.js";
 import { withFsyncDelay } from "./fsync-delay.js";
-import { MODES, type ConvoyMode } from "./modes.js";
+import { MODES, type ConvoyMode, type ModeSpec } from "./modes.js";
 import { addHistograms, ratio, spread, type Spread } from "./stats.js";
 
 export interface ConvoyOptions {
@@ -133,6 +134,17 @@ export async function runConvoy(options: ConvoyOptions, log: (line: string) => v
     return reason === null;
   });
   for (const s of skipped) log(`convoy: skipping ${s.mode}: ${s.reason}`);
+  // One PostgreSQL server for the PostgreSQL modes, with its defaults (fsync, synchronous_commit=on).
+  const postgres = modes.some((m) => (MODES[m] as ModeSpec).engine === "postgres") ? PgServer.start({ durable: true }) : null;
+  try {
+    await postgres?.prepareTemplate();
+    return summarize(await runMatrix(options, modes, postgres, log), skipped, options.ks, options.fsyncDelaysMs);
+  } finally {
+    postgres?.stop();
+  }
+}
+
+async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], postgres: PgServer | null, log: (line: string) => void): Promise<ConvoyRun[]> {
   const runs: ConvoyRun[] = [];
   let index = 0;
   for (const fsyncDelayMs of options.fsyncDelaysMs) {
@@ -152,6 +164,7 @@ export async function runConvoy(options: ConvoyOptions, log: (line: string) => v
             dir: join(options.workDir, `convoy-${index}`),
             socket: join(options.socketDir, `c${index}.sock`),
             messagesFile: options.messagesFile,
+            postgres,
           });
           runs.push(run);
           log(
@@ -163,7 +176,7 @@ export async function runConvoy(options: ConvoyOptions, log: (line: string) => v
       }
     });
   }
-  return summarize(runs, skipped, options.ks, options.fsyncDelaysMs);
+  return runs;
 }
 
 function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: number[], fsyncDelaysMs: number[]): ConvoyResult {

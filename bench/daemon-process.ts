@@ -16,6 +16,8 @@ export interface DaemonProcessOptions {
   synchronous: "FULL" | "NORMAL";
   /** The daemon's default when null. */
   walLimitMb: number | null;
+  /** Added to the environment (a runtime dir of its own, for a second "host" on one database). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export class DaemonProcess {
@@ -29,7 +31,7 @@ export class DaemonProcess {
     this.socket = options.socket;
     const args = [CLI_PATH, "--db", options.db, "serve", "--socket", options.socket, "--synchronous", options.synchronous];
     if (options.walLimitMb !== null) args.push("--wal-limit-mb", String(options.walLimitMb));
-    this.#process = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+    this.#process = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...options.env } });
     this.#process.stderr!.setEncoding("utf8").on("data", (chunk: string) => (this.#log += chunk));
     this.#exited = new Promise((resolve) => this.#process.once("close", (code) => resolve(code)));
   }

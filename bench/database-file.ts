@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { openConnection } from "../src/engine/connection.js";
 import { ensureSchema } from "../src/engine/schema.js";
 import { DEFAULT_RETRY } from "../src/engine/transaction.js";
+import { openPgPool } from "../src/pg/pg-connection.js";
 
 /** Creates a new file with sessiondb's schema (WAL mode), as the first open of a real agent would. */
 export function createDatabase(path: string): void {
@@ -26,32 +27,45 @@ export interface RowCheck {
   mismatches: Array<{ sessionId: string; acknowledged: number; rows: number; counter: number | null }>;
 }
 
+const ROWS_SQL = "SELECT session_id AS id, COUNT(*) AS n FROM messages GROUP BY session_id";
+const COUNTERS_SQL = "SELECT id, message_count AS n FROM sessions";
+type Counted = Array<{ id: string; n: number }>;
+
 /** Compares what each session holds with what its client was told was written. */
 export function checkRows(path: string, acknowledged: ReadonlyMap<string, number>): RowCheck {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    const rows = new Map(
-      (db.prepare("SELECT session_id AS id, COUNT(*) AS n FROM messages GROUP BY session_id").all() as Array<{ id: string; n: number }>).map(
-        (r) => [r.id, r.n],
-      ),
-    );
-    const counters = new Map(
-      (db.prepare("SELECT id, message_count AS n FROM sessions").all() as Array<{ id: string; n: number }>).map((r) => [r.id, r.n]),
-    );
-    let expected = 0;
-    let found = 0;
-    const mismatches: RowCheck["mismatches"] = [];
-    for (const [sessionId, count] of acknowledged) {
-      const n = rows.get(sessionId) ?? 0;
-      const counter = counters.get(sessionId) ?? null;
-      expected += count;
-      found += n;
-      if (n !== count || counter !== count) mismatches.push({ sessionId, acknowledged: count, rows: n, counter });
-    }
-    return { expected, found, exact: mismatches.length === 0, mismatches };
+    return compareRows(db.prepare(ROWS_SQL).all() as Counted, db.prepare(COUNTERS_SQL).all() as Counted, acknowledged);
   } finally {
     db.close();
   }
+}
+
+/** `checkRows` on a PostgreSQL database. */
+export async function checkPgRows(url: string, acknowledged: ReadonlyMap<string, number>): Promise<RowCheck> {
+  const pool = openPgPool(url, { max: 1, applicationName: "sessiondb bench check" });
+  try {
+    const rows = (await pool.query(ROWS_SQL)).rows as Counted;
+    return compareRows(rows, (await pool.query(COUNTERS_SQL)).rows as Counted, acknowledged);
+  } finally {
+    await pool.end();
+  }
+}
+
+function compareRows(rowCounts: Counted, counterRows: Counted, acknowledged: ReadonlyMap<string, number>): RowCheck {
+  const rows = new Map(rowCounts.map((r) => [r.id, r.n]));
+  const counters = new Map(counterRows.map((r) => [r.id, r.n]));
+  let expected = 0;
+  let found = 0;
+  const mismatches: RowCheck["mismatches"] = [];
+  for (const [sessionId, count] of acknowledged) {
+    const n = rows.get(sessionId) ?? 0;
+    const counter = counters.get(sessionId) ?? null;
+    expected += count;
+    found += n;
+    if (n !== count || counter !== count) mismatches.push({ sessionId, acknowledged: count, rows: n, counter });
+  }
+  return { expected, found, exact: mismatches.length === 0, mismatches };
 }
 
 /** The size of the file's `-wal`, 0 when there is none. */

@@ -2,9 +2,13 @@
  * The convoy modes, in one table: who writes, through what, how many clients. Every run of the
  * matrix and every line of the report derives from it.
  */
+import { postgresBinDir } from "../test/helpers/postgres-server.js";
 import { pythonClientMissing, pythonWorker, pythonVersion, workerScript } from "./paths.js";
 
-export const CONVOY_MODES = ["busy", "jitter", "python-jitter", "python-daemon", "daemon", "daemon-ping", "daemon-pipelined", "ceiling"] as const;
+export const CONVOY_MODES = [
+  "busy", "jitter", "python-jitter", "python-daemon", "daemon", "daemon-ping", "daemon-pipelined", "ceiling",
+  "pg-direct", "pg-daemon", "pg-daemon-2",
+] as const;
 export type ConvoyMode = (typeof CONVOY_MODES)[number];
 
 export interface ModeSpec {
@@ -26,9 +30,22 @@ export interface ModeSpec {
   readonly countsRetries: boolean;
   /** Why this mode cannot run here, or null. */
   readonly unavailable: () => string | null;
+  /** The database: a fresh SQLite file (default), or a fresh database on the bench's PostgreSQL server. */
+  readonly engine?: "postgres";
+  /** Daemons on the one database, each as on its own host, clients spread over them. Default 1. */
+  readonly hosts?: 2;
 }
 
 const always = () => null;
+
+function postgresMissing(): string | null {
+  try {
+    postgresBinDir();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
 
 export const MODES = {
   busy: {
@@ -71,6 +88,21 @@ export const MODES = {
     label: "one process, 100 appends per transaction",
     clients: "one", daemon: false, runtime: "node", script: () => workerScript("ceiling"), operation: "append",
     inFlight: 1, batch: 100, countsRetries: false, unavailable: always,
+  },
+  "pg-direct": {
+    label: "sessiondb direct mode on PostgreSQL (a small pool per process)",
+    clients: "k", daemon: false, runtime: "node", script: () => workerScript("jitter"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: postgresMissing, engine: "postgres",
+  },
+  "pg-daemon": {
+    label: "sessiondb clients through one daemon on PostgreSQL",
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: postgresMissing, engine: "postgres",
+  },
+  "pg-daemon-2": {
+    label: "sessiondb clients through two daemons (two hosts) on one PostgreSQL database",
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: postgresMissing, engine: "postgres", hosts: 2,
   },
 } as const satisfies Record<ConvoyMode, ModeSpec>;
 

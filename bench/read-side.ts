@@ -5,7 +5,7 @@
  * the daemon. In direct mode the reads run in this process; the writer is always its own process.
  */
 import { join } from "node:path";
-import { openSessionDB, type SessionDB } from "../src/index.js";
+import { openSessionDB, type OpenOptions, type SessionDB } from "../src/index.js";
 import type { BenchChild } from "./child-process.js";
 import { ensureCorpus, type Corpus } from "./corpus.js";
 import { ServedCopy, VIAS, type Via } from "./served-copy.js";
@@ -59,9 +59,23 @@ export interface WriterFigures {
   failures: number;
 }
 
+/** A point read's latency with the readers idle, and while clients run slow searches back to back. */
+export interface PointReadFigures {
+  via: Via;
+  background: "idle" | "slow-searches";
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Slow searches completed meanwhile. */
+  searches: number;
+}
+
 export interface ReadSizeResult {
   corpus: Omit<Corpus, "path">;
   latencies: ReadLatency[];
+  /** `getSession` beside slow searches: whether they starve it. */
+  pointReads: PointReadFigures[];
   exports: ExportFigures[];
   /** The flat-out writer of the "writing" condition. */
   writers: WriterFigures[];
@@ -75,6 +89,14 @@ export interface ReadSideResult {
 /** Every operation runs at least this often, however slow, so p99 means something. */
 const MIN_SAMPLES = 5;
 const MAX_SAMPLES = 5000;
+/** Searches run back to back, each by a client of its own, while the point reads are measured. */
+export const SLOW_SEARCHERS = 4;
+/** A 4 KB search of OR-ed two-letter prefixes: it matches nearly every message, so it is slow. */
+const SLOW_QUERY = (() => {
+  const terms: string[] = [];
+  for (let i = 0; terms.join(" OR ").length < 4000; i++) terms.push(`${(i % 1296).toString(36).padStart(2, "a")}*`);
+  return terms.join(" OR ");
+})();
 /** Lets the writer get going before the "writing" measurements. */
 const WRITER_WARMUP_MS = 300;
 
@@ -95,7 +117,7 @@ export async function runReadSide(options: ReadSideOptions, log: (line: string) 
       `read: corpus of ${size} messages, ${corpus.sessions} sessions, ${(corpus.bytes / 2 ** 20).toFixed(0)} MiB` +
         (corpus.generatedInS === null ? " (cached)" : ` (generated in ${corpus.generatedInS.toFixed(1)} s)`),
     );
-    const result: ReadSizeResult = { corpus: withoutPath(corpus), latencies: [], exports: [], writers: [] };
+    const result: ReadSizeResult = { corpus: withoutPath(corpus), latencies: [], pointReads: [], exports: [], writers: [] };
     // Alternate which way goes first from one size to the next.
     const vias = index % 2 === 0 ? VIAS : [...VIAS].reverse();
     for (const via of vias) await measureVia(corpus, via, options, result, log);
@@ -131,6 +153,8 @@ async function measureVia(corpus: Corpus, via: Via, options: ReadSideOptions, re
     const report = await writer.report();
     const elapsedS = Math.max(1e-3, (report.endMs - report.startMs) / 1000);
     result.writers.push({ via, appendsPerS: report.appends / elapsedS, p99: summarizeLatencies(report.latenciesMs).p99, failures: report.failures });
+    // In direct mode the searches would run on this thread, in turn with the point reads: only the daemon's figures mean something.
+    if (via === "daemon") await measurePointReads(db, copy.openOptions, via, options.opSeconds, result);
     log(`read: ${corpus.messages} messages via ${via}: done (writer ${(report.appends / elapsedS).toFixed(0)} appends/s)`);
   } finally {
     writer?.kill();
@@ -148,6 +172,32 @@ async function measureAll(db: SessionDB, corpus: Corpus, via: Via, load: Load, s
     result.latencies.push({ via, load, op, query, n: s.count, p50: s.p50, p99: s.p99, max: s.max, rows });
   }
   result.exports.push({ via, load, ...(await exportPass(db)) });
+}
+
+/** `getSession` alone, then while `SLOW_SEARCHERS` clients search back to back. */
+async function measurePointReads(db: SessionDB, openOptions: OpenOptions, via: Via, seconds: number, result: ReadSizeResult) {
+  const id = (await db.listSessionsRich({ limit: 1 }))[0]?.id;
+  if (id === undefined) return;
+  const pointRead = async () => [await db.getSession(id)];
+  const idle = summarizeLatencies((await sample(pointRead, seconds)).latencies);
+  result.pointReads.push({ via, background: "idle", n: idle.count, p50: idle.p50, p99: idle.p99, max: idle.max, searches: 0 });
+  const searchers = await Promise.all(Array.from({ length: SLOW_SEARCHERS }, () => openSessionDB(openOptions)));
+  let searching = true;
+  let searches = 0;
+  const loops = searchers.map(async (searcher) => {
+    while (searching) {
+      await searcher.searchMessages(SLOW_QUERY, { limit: 20 });
+      searches++;
+    }
+  });
+  try {
+    const busy = summarizeLatencies((await sample(pointRead, seconds)).latencies);
+    result.pointReads.push({ via, background: "slow-searches", n: busy.count, p50: busy.p50, p99: busy.p99, max: busy.max, searches });
+  } finally {
+    searching = false;
+    await Promise.all(loops);
+    await Promise.all(searchers.map((s) => s.close()));
+  }
 }
 
 /** One warm-up call, then calls until the time is up (at least MIN_SAMPLES, at most MAX_SAMPLES). */

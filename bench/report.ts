@@ -8,7 +8,7 @@ import type { BenchResult } from "./bench-result.js";
 import { writeCharts } from "./charts.js";
 import { machineLine } from "./machine.js";
 import { MODES } from "./modes.js";
-import { READ_OPS, type ReadSizeResult } from "./read-side.js";
+import { READ_OPS, SLOW_SEARCHERS, type ReadSizeResult } from "./read-side.js";
 import { VIAS } from "./served-copy.js";
 import type { Spread } from "./stats.js";
 
@@ -146,13 +146,16 @@ function readTable(size: ReadSizeResult): string {
     "exportAll messages/s",
     ...conditions.map((c) => num(size.exports.find((e) => e.via === c.via && e.load === c.load)?.messagesPerS)),
   ]);
+  const points = size.pointReads
+    .map((p) => `${p.via} ${p.background} ${num(p.p50)} / ${num(p.p99)} ms${p.background === "slow-searches" ? ` (${p.searches} searches meanwhile)` : ""}`)
+    .join("; ");
   const writers = size.writers.map((w) => `${w.via} ${num(w.appendsPerS)} appends/s (p99 ${num(w.p99)} ms, ${w.failures} failures)`).join("; ");
   const c = size.corpus;
   const cjk = c.cjkIndex;
   const index =
     `CJK index: ${num(cjk.bytes / 2 ** 20)} MiB for the ${cjk.indexedMessages} messages with CJK ` +
     `(the FTS5 index of all messages: ${num(cjk.ftsBytes / 2 ** 20)} MiB), built from nothing in ${num(cjk.buildS)} s.`;
-  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} Flat-out writer: ${writers}.\n\n${markdownTable(header, rows)}`;
+  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} Flat-out writer: ${writers}. Point read (getSession) p50 / p99 beside ${SLOW_SEARCHERS} clients running 4 KB OR-of-prefixes searches back to back: ${points}.\n\n${markdownTable(header, rows)}`;
 }
 
 function walTable(result: BenchResult): string {

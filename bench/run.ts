@@ -17,7 +17,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
   --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-ping, daemon-pipelined,
-                         ceiling
+                         ceiling, pg-direct, pg-daemon, pg-daemon-2 (the pg- modes run on a throwaway
+                         PostgreSQL server with its defaults, synchronous_commit=on; skipped without
+                         /usr/lib/postgresql/*/bin)
   --fsync-delay-ms N,M    run the convoy matrix once per value with every process's fsync/fdatasync delayed
                          N ms (quick 0,1; 0 = the disk as it is), through bench/fsync-delay.c, preloaded;
                          any value above 0 needs a C compiler (cc)

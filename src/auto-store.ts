@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DaemonClient } from "./client/daemon-client.js";
 import { directOptions } from "./client/daemon-lookup.js";
-import { DirectStore } from "./direct/direct-store.js";
+import { openDirect, type LocalStore } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
+import type { Engine } from "./session-db.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
 import type { DaemonControl } from "./protocol/control.js";
 import { Store } from "./store.js";
@@ -19,8 +20,8 @@ const DAEMON_RELEASE_MS = 15_000;
  */
 export class AutoStore extends Store {
   readonly #options: ResolvedOptions;
-  #current: DaemonClient | DirectStore;
-  #failover: Promise<DirectStore> | null = null;
+  #current: DaemonClient | LocalStore;
+  #failover: Promise<LocalStore> | null = null;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
     super(options.files);
@@ -30,6 +31,11 @@ export class AutoStore extends Store {
 
   get mode(): "direct" | "daemon" {
     return this.#current.mode;
+  }
+
+  /** The database behind the daemon, or behind direct mode after a failover: the same one. */
+  get engine(): Engine {
+    return this.#current.engine;
   }
 
   /** The daemon's control while calls go to it; null once the handle has failed over. */
@@ -62,19 +68,19 @@ export class AutoStore extends Store {
    * The daemon while its connection lives, else direct mode. No await while the store stays the
    * same, so a call made before `close()` reaches the store before `close()` does.
    */
-  #usable(): DaemonClient | DirectStore | Promise<DirectStore> {
+  #usable(): DaemonClient | LocalStore | Promise<LocalStore> {
     const store = this.#current;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
 
-  #failOver(client: DaemonClient): Promise<DirectStore> {
+  #failOver(client: DaemonClient): Promise<LocalStore> {
     this.#failover ??= (async () => {
       // A daemon that answered UNAVAILABLE is stopping: let it release the file first. If the file
       // was replaced, it still holds the old file's WAL under this name, and opening the new file
       // beside that WAL would read and write the wrong pages.
       await Promise.race([client.hungUp, sleep(DAEMON_RELEASE_MS, undefined, { ref: false })]);
       await client.close();
-      const direct = DirectStore.open(await directOptions(this.#options));
+      const direct = await openDirect(await directOptions(this.#options));
       this.#current = direct;
       return direct;
     })();

@@ -1,8 +1,9 @@
-import { socketPathFor } from "./socket-path.js";
+import { databaseIdentity, socketPathFor } from "./socket-path.js";
+import { isPostgresUrl } from "./pg/pg-url.js";
 
 /** The files that belong to one database: named here once, so no module spells a suffix itself. */
 export interface DatabaseFiles {
-  /** The database's real path (links resolved). */
+  /** The database's real path (links resolved), or a PostgreSQL database's identity (no password). */
   readonly db: string;
   readonly wal: string;
   readonly shm: string;
@@ -17,12 +18,14 @@ export interface DatabaseFiles {
 /** The files beside a database whose real path is already resolved (see `realDatabasePath`). */
 export function databaseFiles(realPath: string, socketPath?: string): DatabaseFiles {
   const socket = socketPath ?? socketPathFor(realPath);
+  // A PostgreSQL database has no folder: its lock sits beside its default socket, in the private runtime dir.
+  const lock = isPostgresUrl(realPath) ? socketPathFor(realPath).replace(/\.sock$/, ".daemon-lock") : `${realPath}.daemon-lock`;
   return {
-    db: realPath,
+    db: databaseIdentity(realPath),
     wal: `${realPath}-wal`,
     shm: `${realPath}-shm`,
     socket,
-    lock: `${realPath}.daemon-lock`,
+    lock,
     daemonLog: `${socket.replace(/\.sock$/, "")}.daemon.log`,
   };
 }

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   "BUSY",
   "OVERLOADED",
   "TIMEOUT",
+  "OUTCOME_UNKNOWN",
   "UNAVAILABLE",
   "NOT_FOUND",
   "CLOSED",

@@ -4,7 +4,7 @@ export { SessionDBError, ERROR_CODES, type ErrorCode } from "./errors.js";
 export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
-  SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode,
+  SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode, Engine,
   ImportOptions, ImportResult, SourceCount,
 } from "./session-db.js";
 export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/title-sanitizer.js";

@@ -1,13 +1,14 @@
 import { AutoStore } from "./auto-store.js";
 import { connectOrStart } from "./client/autostart.js";
 import { directOptions } from "./client/daemon-lookup.js";
-import { DirectStore } from "./direct/direct-store.js";
+import { openDirect } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
 import type { OpenOptions, SessionDB } from "./session-db.js";
 
 /**
- * Opens the session store. Mode "direct" opens the file in this process; "daemon" talks to the
+ * Opens the session store: a SQLite file, or a PostgreSQL database when `path` is a
+ * `postgres://` URL. Mode "direct" opens the database in this process; "daemon" talks to the
  * daemon serving the file (UNAVAILABLE when none answers); "auto" (the default) uses the daemon
  * when one answers for this file, else direct. Daemons are found as client/daemon-lookup.ts says.
  * With `autostart`, "daemon" and "auto" start a daemon when none answers.
@@ -15,13 +16,13 @@ import type { OpenOptions, SessionDB } from "./session-db.js";
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    if (resolved.mode === "direct") return DirectStore.open(await directOptions(resolved));
+    if (resolved.mode === "direct") return await openDirect(await directOptions(resolved));
     if (resolved.mode === "daemon") return await connectOrStart(resolved);
     try {
       return new AutoStore(await connectOrStart(resolved), resolved);
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
-      return DirectStore.open(await directOptions(resolved));
+      return await openDirect(await directOptions(resolved));
     }
   } catch (err) {
     throw toSessionDBError(err);

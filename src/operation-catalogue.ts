@@ -8,7 +8,7 @@
 import type { SessionDB } from "./session-db.js";
 
 /** The names of the operations: the methods of `SessionDB` but `close` (and not its properties). */
-export type OpName = Exclude<keyof SessionDB, "mode" | "files" | "daemon" | "close">;
+export type OpName = Exclude<keyof SessionDB, "mode" | "engine" | "files" | "daemon" | "close">;
 
 export type OpKind = "read" | "write" | "stream";
 

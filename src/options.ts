@@ -44,7 +44,8 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     throw invalidArgument("option path must be a non-empty string");
   }
   if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
-  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
+  const real = realDatabasePath(options.path ?? defaultDatabasePath());
+  const files = databaseFiles(real, options.socketPath);
   const retry: RetryPolicy = {
     budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
@@ -56,7 +57,8 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   }
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
-    path: files.db,
+    // The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out).
+    path: real,
     files,
     create: options.create ?? true,
     mode,

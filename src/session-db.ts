@@ -219,10 +219,15 @@ export interface PruneOptions {
 
 export type Mode = "direct" | "daemon";
 
+/** The database behind a handle: a SQLite file, or a PostgreSQL database (a `postgres://` URL). */
+export type Engine = "sqlite" | "postgres";
+
 /** The session store. Every method is async; failures reject with `SessionDBError`. */
 export interface SessionDB {
   /** Which implementation serves this handle. */
   readonly mode: Mode;
+  /** Which database serves this handle, directly or through the daemon. */
+  readonly engine: Engine;
   /** The database's files (real path, WAL, socket…), resolved once when the handle opened. */
   readonly files: DatabaseFiles;
   /** The daemon's control ops while a daemon serves this handle, else null. */
@@ -303,7 +308,10 @@ export interface RetryOptions {
 }
 
 export interface OpenOptions {
-  /** Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
+  /**
+   * The database file, or a PostgreSQL database as a `postgres://` / `postgresql://` URL.
+   * Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`.
+   */
   path?: string;
   /** Default "auto": the daemon when one answers for this file, else direct. */
   mode?: "auto" | "daemon" | "direct";
@@ -315,7 +323,11 @@ export interface OpenOptions {
   retry?: RetryOptions;
   /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
   checkpointEveryNWrites?: number;
-  /** Daemon mode: how long a request may take before it fails with `TIMEOUT`. Default 30000. */
+  /**
+   * Daemon mode: how long a request may take, in ms. Default 30000. The daemon does not start a
+   * request past it (`TIMEOUT`: not applied); a write sent and not answered by then (plus 2 s)
+   * fails with `OUTCOME_UNKNOWN`.
+   */
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
   connectTimeoutMs?: number;

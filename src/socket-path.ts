@@ -3,18 +3,21 @@ import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "./errors.js";
+import { isPostgresUrl, pgIdentity } from "./pg/pg-url.js";
 import { expandHome } from "./expand-home.js";
 import { identityName, type FileIdentity } from "./file-identity.js";
 
 /** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
+  if (isPostgresUrl(env.SESSIONDB_PATH)) return env.SESSIONDB_PATH;
   if (env.SESSIONDB_PATH) return resolve(expandHome(env.SESSIONDB_PATH));
   if (env.HERMES_HOME) return resolve(expandHome(env.HERMES_HOME), "state.db");
   return join(homedir(), ".hermes", "state.db");
 }
 
-/** The file's real path (`~` expanded, links resolved), also for a file that does not exist yet. */
+/** The file's real path (`~` expanded, links resolved), also for a file that does not exist yet; a PostgreSQL URL as given. */
 export function realDatabasePath(path: string): string {
+  if (isPostgresUrl(path)) return path;
   const absolute = resolve(expandHome(path));
   try {
     return realpathSync(absolute);
@@ -40,10 +43,24 @@ export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv =
 
 /** `defaultSocketPath` for a path whose links are already resolved. */
 export function socketPathFor(real: string, env: NodeJS.ProcessEnv = process.env): string {
+  // A PostgreSQL database has no folder of its own: its socket is named by a hash of its identity
+  // (the normalized URL without the password), the same for every spelling of the URL.
+  if (isPostgresUrl(real)) return join(runtimeDirPath(env), `${hashName(pgIdentity(real, env))}.sock`);
   const beside = `${real}.sock`;
   if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH_BYTES) return beside;
-  const name = `${createHash("sha256").update(real).digest("hex").slice(0, 32)}.sock`;
-  return join(runtimeDirPath(env), name);
+  return join(runtimeDirPath(env), `${hashName(real)}.sock`);
+}
+
+function hashName(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+}
+
+/**
+ * What a daemon says it serves and a client checks: a file's real path, or a PostgreSQL
+ * database's identity (never its password).
+ */
+export function databaseIdentity(location: string): string {
+  return isPostgresUrl(location) ? pgIdentity(location) : location;
 }
 
 /**

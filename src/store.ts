@@ -1,17 +1,18 @@
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "./operation-catalogue.js";
 import type { DatabaseFiles } from "./database-files.js";
 import type { DaemonControl } from "./protocol/control.js";
-import type { Mode, SessionDB } from "./session-db.js";
+import type { Engine, Mode, SessionDB } from "./session-db.js";
 
 type Call<K extends CallOpName> = Promise<ResultOf<K>>;
 
 /**
  * Every method of `SessionDB`, written once: each is one line that names its operation and hands
  * its arguments to the transport's `call` (or `stream`). Direct mode, the daemon client and auto
- * mode differ only in those two, so a method can be followed from here to its transport.
+ * mode (over SQLite or PostgreSQL) differ only in those two, so a method can be followed from here to its transport.
  */
 export abstract class Store implements SessionDB {
   abstract readonly mode: Mode;
+  abstract readonly engine: Engine;
   abstract readonly daemon: DaemonControl | null;
   readonly files: DatabaseFiles;
   /** Runs one operation (all but the streamed ones) by name. */

@@ -1,5 +1,6 @@
 /**
- * The benchmark suite at tiny sizes, so its code cannot rot: every convoy mode, the read side
+ * The benchmark suite at tiny sizes, so its code cannot rot: every convoy mode (the PostgreSQL
+ * ones on a throwaway server of their own), the read side
  * and the WAL check run for a moment through the real `bench/run.js`, and must produce the
  * results JSON and the charts with no lost append in any mode.
  */

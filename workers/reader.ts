@@ -22,6 +22,9 @@ function connection(): Connection {
 
 export default function read(task: ReadTask): ReadOutcome {
   if (task.crash === true && config.faultInjection) process.exit(1);
+  if (Date.now() >= task.deadline) {
+    return { ok: false, error: { code: "TIMEOUT", message: `${task.op} waited for a reader thread past its deadline; it did not run` } };
+  }
   try {
     const result = retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), task.op, task.params, task.cursor ?? null));
     return { ok: true, result };

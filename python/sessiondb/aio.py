@@ -14,7 +14,7 @@ from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDae
 from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
 from .operations import READ, Operations
 from .paths import check_socket_trust
-from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, optional, remaining_ms, request_frame
+from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
 
 _LOST = object()
 
@@ -26,6 +26,8 @@ class AsyncConnection:
         self._pending: Dict[int, Any] = {}  # id -> Future (a call) or Queue (a stream)
         self._next_id = 1
         self.lost = False
+        # The daemon said goodbye: the requests pending then were never read.
+        self.goodbye = False
         self.hello: Dict[str, Any] = {}
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -84,7 +86,7 @@ class AsyncConnection:
         finally:
             self._pending.pop(request_id, None)
         if reply is _LOST:
-            raise Lost(sent=True)
+            raise Lost(sent=not self.goodbye, goodbye=self.goodbye)
         return result_of(reply)
 
     async def stream(self, op: str, args: List[Any], timeout: float) -> AsyncIterator[Any]:
@@ -115,6 +117,10 @@ class AsyncConnection:
                 if length == 0 or length > MAX_REPLY_FRAME_BYTES:
                     break
                 reply = decode_body(await self._reader.readexactly(length))
+                if is_goodbye(reply):
+                    # Closed for idleness: the next call opens a new connection.
+                    self.goodbye = True
+                    break
                 slot = self._pending.get(reply.get("id"))  # type: ignore[arg-type]
                 if isinstance(slot, asyncio.Queue):
                     # A slow consumer blocks this put: the socket stops being read.

@@ -79,6 +79,13 @@ class Target:
                 misses.add(err)
         raise misses.error()
 
+    def closed_before(self, op: str) -> UnavailableError:
+        return UnavailableError(
+            "UNAVAILABLE",
+            f"the daemon on {self.socket_path} closed the idle connection before reading {op}: "
+            "it was not applied; call again (the next call reconnects)",
+        )
+
     def answers(self) -> bool:
         """A probe for autostart: does a daemon say hello on the socket now?"""
         try:
@@ -104,7 +111,9 @@ class Target:
 class Attempts:
     """The reconnect rule of one call: a request whose connection died before it reached the
     daemon is sent again; a read in flight is retried once; a write in flight is never re-sent
-    (it may have been applied) and fails UNAVAILABLE."""
+    (it may have been applied) and fails UNAVAILABLE. After the daemon's goodbye frame (an idle
+    connection closed) a read is sent again on a new connection, a write fails UNAVAILABLE
+    saying it was not applied."""
 
     def __init__(self, target: Target, op: str, kind: str) -> None:
         self.deadline = time.monotonic() + target.timeout
@@ -118,6 +127,13 @@ class Attempts:
 
     def lost(self, lost: Lost) -> None:
         """Raises unless the call may be sent again."""
+        if lost.goodbye:
+            # The daemon closed the idle connection and read nothing after its goodbye: the
+            # request was not applied. A read is sent again on a new connection; a write is
+            # never re-sent by the client (the caller decides).
+            if self._kind != READ:
+                raise self._target.closed_before(self._op) from None
+            return
         if not lost.sent:
             return
         if self._kind != READ:

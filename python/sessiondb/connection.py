@@ -11,12 +11,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from .errors import DeadlineError, OutcomeUnknownError, SessionDBError, from_wire
 from .paths import check_socket_trust
 from .protocol import (
-    HELLO_ARGS, FrameReader, check_hello, decode_body, hello_error, remaining_ms, request_frame,
+    HELLO_ARGS, FrameReader, check_hello, decode_body, hello_error, is_goodbye, remaining_ms, request_frame,
 )
 
-# Extra time a request waits beyond the deadline it gave the daemon, so that the daemon's own
-# TIMEOUT (which guarantees a write was not applied) normally arrives first.
-GRACE_S = 1.0
+# Extra time a sent request waits beyond the deadline it gave the daemon, so that the daemon's own
+# TIMEOUT (which guarantees a write was not applied) normally arrives first. The same 2 s as the
+# TypeScript client (LOCAL_GRACE_MS): a write unanswered after deadline + grace is OUTCOME_UNKNOWN.
+GRACE_S = 2.0
 # The longest one connect attempt and its hello may take.
 CONNECT_WAIT_S = 5.0
 READ_BYTES = 256 * 1024
@@ -31,11 +32,18 @@ class NoDaemon(Exception):
 
 
 class Lost(Exception):
-    """The connection died. ``sent``: the request had fully reached the daemon's socket."""
+    """The connection died. ``sent``: the request had fully reached the daemon's socket.
+    ``goodbye``: the daemon closed the connection for idleness (its goodbye frame) and read
+    nothing after it, so the request was not applied."""
 
-    def __init__(self, sent: bool) -> None:
-        super().__init__("the connection to the daemon was lost")
+    def __init__(self, sent: bool, goodbye: bool = False) -> None:
+        super().__init__("the daemon closed the connection" if goodbye else "the connection to the daemon was lost")
         self.sent = sent
+        self.goodbye = goodbye
+
+
+class _Goodbye(Exception):
+    """The goodbye frame ends the read loop."""
 
 
 class _Pending:
@@ -71,6 +79,9 @@ class Connection:
         self._pending: Dict[int, _Pending] = {}
         self._next_id = 1
         self.lost = False
+        # The daemon said goodbye: the requests pending then were never read.
+        self.goodbye = False
+        self._lost_done = False
         self.hello: Dict[str, Any] = {}
         self._reader = threading.Thread(target=self._read_loop, name="sessiondb-reader", daemon=True)
         self._reader.start()
@@ -152,7 +163,7 @@ class Connection:
             if not pending.event.is_set():
                 raise timeout_error(op, kind, time.monotonic() - started)
         if pending.lost:
-            raise Lost(sent=True)
+            raise Lost(sent=not self.goodbye, goodbye=self.goodbye)
         return result_of(pending.reply)
 
     def stream(self, op: str, args: List[Any], timeout: float):
@@ -188,6 +199,8 @@ class Connection:
                     break
                 for body in frames.push(data):
                     self._dispatch(decode_body(body))
+        except _Goodbye:
+            pass
         except Exception:  # a broken frame counts as a lost connection, like EOF
             pass
         self._lose()
@@ -197,6 +210,12 @@ class Connection:
         with self._lock:
             pending = self._pending.get(request_id) if isinstance(request_id, int) else None
         if pending is None:
+            if is_goodbye(reply):
+                # Closed for idleness: the next call opens a new connection.
+                with self._lock:
+                    self.goodbye = True
+                    self.lost = True
+                raise _Goodbye()
             if request_id == 0 and reply.get("ok") is False:
                 raise from_wire(reply.get("error"))  # the daemon rejected the connection itself
             return  # a late reply to a request that gave up waiting
@@ -220,8 +239,9 @@ class Connection:
 
     def _lose(self) -> None:
         with self._lock:
-            if self.lost:
+            if self._lost_done:
                 return
+            self._lost_done = True
             self.lost = True
             failed = list(self._pending.values())
             self._pending.clear()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from typing import Any, Dict, List, Optional
 
 import msgpack
@@ -18,10 +19,16 @@ MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024
 
 
 def request_frame(request_id: int, op: str, args: List[Any], timeout_ms: int) -> bytes:
-    """The request's frame; arguments MessagePack cannot carry fail this call alone, unsent."""
+    """The request's frame; arguments MessagePack cannot carry fail this call alone, unsent.
+    ``timeout_ms`` is the time the request has left; the same deadline goes beside it on the
+    host's clock (``deadlineEpochMs``), so a request that sat in a stalled daemon's socket buffer
+    is not started when it wakes (the TypeScript client sends both too)."""
+    deadline_epoch_ms = int(time.time() * 1000) + timeout_ms
     try:
         body = msgpack.packb(
-            {"id": request_id, "op": op, "args": args, "timeoutMs": timeout_ms}, use_bin_type=True
+            {"id": request_id, "op": op, "args": args, "timeoutMs": timeout_ms,
+             "deadlineEpochMs": deadline_epoch_ms},
+            use_bin_type=True,
         )
     except (TypeError, ValueError, OverflowError) as err:
         raise InvalidArgumentError(
@@ -65,6 +72,14 @@ class FrameReader:
 
 
 HELLO_ARGS = [{"protocol": PROTOCOL_VERSION}]
+
+
+def is_goodbye(reply: Dict[str, Any]) -> bool:
+    """The daemon's goodbye frame (``{id: 0, ok: false, error: {code: "CLOSED"}}``): it closes an
+    idle connection, and reads nothing sent after it."""
+    error = reply.get("error")
+    return (reply.get("id") == 0 and reply.get("ok") is False and isinstance(error, dict)
+            and error.get("code") == "CLOSED")
 
 
 def check_hello(result: Any, database: str, socket_path: str) -> Dict[str, Any]:

@@ -55,6 +55,20 @@ class FakeDaemon:
         except OSError:
             return
 
+    def connections_seen(self) -> List[socket.socket]:
+        return list(self._connections)
+
+    def goodbye(self) -> None:
+        """What the daemon does to an idle connection: the goodbye frame, then the close. The
+        connections stay listed (closed) so that new ones are told apart."""
+        body = msgpack.packb({"id": 0, "ok": False, "error": {"code": "CLOSED", "message": "idle"}}, use_bin_type=True)
+        for conn in list(self._connections):
+            try:
+                conn.sendall(HEADER.pack(len(body)) + body)
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         self._server.close()
         for conn in self._connections:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from sessiondb import (
     AsyncSessionDB, DeadlineError, OutcomeUnknownError, SessionDB, SessionDBError, UnavailableError,
     UntrustedSocketError,
 )
+from sessiondb.connection import GRACE_S
 from sessiondb.paths import real_database_path
 
 
@@ -122,8 +125,11 @@ def test_a_write_past_its_deadline_is_outcome_unknown_and_a_read_is_timeout(tmp:
     fake = silent_daemon(tmp)
     try:
         with SessionDB(tmp / "state.db", autostart=False, timeout=0.2) as db:
+            started = time.monotonic()
             with pytest.raises(OutcomeUnknownError) as write:
                 db.append_message("s", "user", "hi")
+            # Only after the deadline plus the grace the TypeScript client gives the daemon's own answer.
+            assert time.monotonic() - started >= 0.2 + GRACE_S - 0.05
             assert write.value.code == "OUTCOME_UNKNOWN" and not isinstance(write.value, TimeoutError)
             with pytest.raises(DeadlineError) as read:
                 db.get_session("s")
@@ -131,6 +137,90 @@ def test_a_write_past_its_deadline_is_outcome_unknown_and_a_read_is_timeout(tmp:
         sent = [r for r in fake.requests if r["op"] != "hello"]
         assert [r["op"] for r in sent] == ["appendMessage", "getSession"]
         assert all(isinstance(r["timeoutMs"], int) and 0 < r["timeoutMs"] <= 200 for r in sent)
+    finally:
+        fake.close()
+
+
+def test_the_grace_is_the_typescript_clients():
+    source = (Path(__file__).resolve().parents[2] / "src" / "client" / "daemon-client.ts").read_text()
+    assert f"const LOCAL_GRACE_MS = {int(GRACE_S * 1000)};" in source
+
+
+def test_each_request_carries_its_deadline_on_the_clock_too(tmp: Path):
+    database = real_database_path(tmp / "state.db")
+    fake = FakeDaemon(str(tmp / "state.db.sock"), lambda r: hello_ok(database) if r["op"] == "hello" else {"ok": True, "result": 0})
+    try:
+        with SessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
+            before = time.time() * 1000
+            db.session_count()
+            after = time.time() * 1000
+        request = fake.requests[-1]
+        assert isinstance(request["deadlineEpochMs"], int)
+        assert before + request["timeoutMs"] - 5 <= request["deadlineEpochMs"] <= after + request["timeoutMs"] + 5
+        assert 4_000 < request["timeoutMs"] <= 5_000
+    finally:
+        fake.close()
+
+
+def test_after_the_goodbye_frame_the_next_call_reconnects(tmp: Path):
+    database = real_database_path(tmp / "state.db")
+    fake = FakeDaemon(str(tmp / "state.db.sock"), lambda r: hello_ok(database) if r["op"] == "hello" else {"ok": True, "result": 7})
+    try:
+        with SessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
+            assert db.session_count() == 7
+            fake.goodbye()
+            time.sleep(0.2)
+            assert db.session_count() == 7
+            assert db.append_message("s", "user", "hi") == 7
+        assert [r["op"] for r in fake.requests] == ["hello", "sessionCount", "hello", "sessionCount", "appendMessage"]
+    finally:
+        fake.close()
+
+
+def test_a_write_pending_at_the_goodbye_is_not_resent_and_a_read_is(tmp: Path):
+    database = real_database_path(tmp / "state.db")
+    held = threading.Event()
+
+    def answer(request):
+        if request["op"] == "hello":
+            return hello_ok(database)
+        if len(fake.connections_seen()) == 1:
+            held.set()
+            return None  # held until the goodbye
+        return {"ok": True, "result": 3}
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+    try:
+        with SessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
+            threading.Thread(target=lambda: (held.wait(5), time.sleep(0.1), fake.goodbye()), daemon=True).start()
+            with pytest.raises(UnavailableError) as caught:
+                db.append_message("s", "user", "hi")
+            assert "not applied" in caught.value.message
+            held.clear()
+            assert db.session_count() == 3  # a new connection
+        assert [r["op"] for r in fake.requests].count("appendMessage") == 1
+    finally:
+        fake.close()
+
+
+def test_async_after_the_goodbye_frame_the_next_call_reconnects(tmp: Path):
+    import asyncio
+
+    database = real_database_path(tmp / "state.db")
+    fake = FakeDaemon(str(tmp / "state.db.sock"), lambda r: hello_ok(database) if r["op"] == "hello" else {"ok": True, "result": 5})
+
+    async def main():
+        async with AsyncSessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
+            assert await db.session_count() == 5
+            fake.goodbye()
+            await asyncio.sleep(0.2)
+            assert await db.session_count() == 5
+        sent = [r for r in fake.requests if r["op"] != "hello"]
+        assert all(isinstance(r["deadlineEpochMs"], int) for r in sent)
+
+    try:
+        asyncio.run(main())
+        assert [r["op"] for r in fake.requests] == ["hello", "sessionCount", "hello", "sessionCount"]
     finally:
         fake.close()
 

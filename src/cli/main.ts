@@ -8,6 +8,7 @@ import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { reportError } from "./cli-error.js";
 import { registerDelete } from "./commands/delete.js";
+import { registerCopy } from "./commands/copy.js";
 import { registerExport } from "./commands/export.js";
 import { registerImport } from "./commands/import.js";
 import { registerList } from "./commands/list.js";
@@ -25,7 +26,7 @@ const program = new Command()
   .name("sessiondb")
   .description("The session and message store of an AI agent: one SQLite file, served by a group-commit daemon.")
   .version(VERSION)
-  .option("--db <path>", "the database file, a leading ~ expanded (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)")
+  .option("--db <path>", "the database file, a leading ~ expanded, or a postgres:// URL (default: $SESSIONDB_PATH, $HERMES_HOME/state.db, ~/.hermes/state.db)")
   .option("--direct", "open the file in this process even when a daemon serves it")
   .option("--json", "machine-readable output on stdout")
   .configureHelp({ showGlobalOptions: true })
@@ -35,7 +36,7 @@ const program = new Command()
 
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
-  registerImport, registerTitle, registerDelete, registerPrune, registerStats, registerService,
+  registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats, registerService,
 ]) {
   register(program);
 }

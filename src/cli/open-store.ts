@@ -9,6 +9,7 @@ import type { DatabaseFiles } from "../database-files.js";
 import { ForeignSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 import { resolveOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
 import type { OpenOptions, SessionDB } from "../session-db.js";
@@ -75,8 +76,9 @@ export async function daemonOrRefusal(globals: GlobalOptions): Promise<{ store: 
 /** Opens the store; `mustExist` (every command but `import`) refuses a missing file rather than creating it. */
 export async function openStore(globals: GlobalOptions, mustExist: boolean): Promise<Store> {
   // Said before SQLite's "unable to open database file"; a file still missing is the library's NOT_FOUND.
+  // A PostgreSQL database is the server's to have: opening it creates only sessiondb's tables.
   const path = filesOf(globals).db;
-  if (!mustExist || existsSync(path)) checkDatabaseFile(path);
+  if (!isPostgresUrl(path) && (!mustExist || existsSync(path))) checkDatabaseFile(path);
   try {
     const db = await openSessionDB(openOptions(globals, { create: !mustExist }));
     return { db, daemon: db.daemon, path: db.files.db };

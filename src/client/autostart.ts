@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
+import { isPostgresUrl } from "../pg/pg-url.js";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
@@ -35,7 +36,8 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
     if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
   const { db, socket, daemonLog } = options.files;
-  if (!options.create && !existsSync(db)) {
+  const postgres = isPostgresUrl(options.path);
+  if (!options.create && !postgres && !existsSync(db)) {
     throw new SessionDBError("NOT_FOUND", `no database at ${db} (nothing was created, no daemon started)`);
   }
   const [command, prefix] = daemonCommand();
@@ -46,6 +48,8 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
     const child = spawn(command, [...prefix, "serve", "--db", db, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
       detached: true,
       stdio: ["ignore", log, log],
+      // A PostgreSQL URL goes on the command line without its password (`db` is its identity).
+      env: postgres ? pgPasswordEnv(options.path) : process.env,
     });
     child.once("error", () => (exited = -1));
     child.once("exit", (code) => (exited = code ?? -1));
@@ -68,6 +72,17 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
       await sleep(POLL_MS);
     }
   }
+}
+
+/** The environment for a daemon on a PostgreSQL URL: its password, if it has one, as PGPASSWORD. */
+function pgPasswordEnv(url: string): NodeJS.ProcessEnv {
+  let password = "";
+  try {
+    password = decodeURIComponent(new URL(url).password);
+  } catch {
+    // A URL node cannot parse has no password we could pass on.
+  }
+  return password === "" ? process.env : { ...process.env, PGPASSWORD: password };
 }
 
 function startFailed(socketPath: string, why: string, logPath: string): SessionDBError {

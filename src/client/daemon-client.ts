@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { CallOpName, OpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
+import { OPERATION_KINDS, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
@@ -12,11 +12,14 @@ import { userName } from "../user-name.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
 import { checkSocket, ForeignSocketError } from "./socket-trust.js";
 import { argsForWire } from "./wire-args.js";
+import { databaseIdentity } from "../socket-path.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
+import type { Engine } from "../session-db.js";
 
 
 /** Replies come from our own daemon: large results (an exported session) are allowed. */
 const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
-/** Extra time a request waits locally beyond the deadline it gave the daemon, so the daemon's own
+/** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;
 /** The buffer replies are read into; larger frames are assembled from several reads. */
@@ -29,12 +32,20 @@ const MAX_BUFFERED_CHUNKS = 4;
 const SWEEP_INTERVAL_MS = 50;
 
 interface PendingRequest {
-  op: string;
+  op: OpName | ControlOp;
+  args: unknown[];
+  /** Handed to the socket: from then on the daemon may run it. */
+  sent: boolean;
+  /** A write whose reply does not come in time may or may not have been applied; a read changed nothing. */
+  write: boolean;
   resolve(result: unknown): void;
   reject(err: SessionDBError): void;
   onChunk?: (items: unknown[]) => void;
-  /** How long the request may go without a reply (or, streaming, without a page). */
-  patienceMs: number;
+  /** How long the request may take (or, streaming, each page), in ms. */
+  timeoutMs: number;
+  /** How long a sent request waits past its deadline for the daemon's own answer. */
+  graceMs: number;
+  /** Ms since the epoch; the daemon is told it too, and never starts the request after it. */
   deadline: number;
 }
 
@@ -49,75 +60,79 @@ function unavailable(socketPath: string, why: string): SessionDBError {
 export class DaemonClient extends Store implements DaemonControl {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
-  readonly #socket: Socket;
-  readonly #decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
+  /** The socket the daemon was found on (its derived or its identity socket); reconnects use it too. */
+  readonly #socketPath: string;
+  #socket!: Socket;
+  #writer!: FrameWriter;
+  #decoder!: FrameDecoder;
+  /** The daemon closed the connection for idleness: the next request opens a new one. */
+  #dormant = false;
+  /** Set while that new connection opens: requests wait unsent. */
+  #reconnecting: Promise<void> | null = null;
   readonly #pending = new Map<number, PendingRequest>();
+  /** Requests not yet handed to the socket, in order: it is backed up. */
+  #unsent: number[] = [];
   #sweeper: NodeJS.Timeout | null = null;
   /** Resolves `close()` once no request is pending. */
   #idle: (() => void) | null = null;
-  readonly #writer: FrameWriter;
   #nextId = 1;
   #lost: SessionDBError | null = null;
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
   server!: HelloResult;
-  /** Resolves when the connection has closed, whichever side closed it. */
-  readonly hungUp: Promise<void>;
+  /** Resolves when the current connection has closed, whichever side closed it. */
+  hungUp!: Promise<void>;
 
-  private constructor(socket: Socket, options: ResolvedOptions) {
+  private constructor(options: ResolvedOptions, socketPath: string) {
     super(options.files);
-    this.#socket = socket;
-    this.#writer = new FrameWriter(socket);
     this.#options = options;
-    socket.on("error", () => {
-      // "close" follows and fails whatever is pending
-    });
-    this.hungUp = new Promise((resolve) => socket.once("close", () => resolve()));
-    socket.on("close", () => this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied")));
+    this.#socketPath = socketPath;
   }
 
   /**
    * Connects to the daemon on `socketPath` (default: the options' socket) and says hello; fails
-   * with UNAVAILABLE when no daemon of this user serving this file answers there.
+   * with UNAVAILABLE when no daemon of this user serving this database answers there.
    */
   static async connect(options: ResolvedOptions, socketPath = options.socketPath): Promise<DaemonClient> {
-    const trust = checkSocket(socketPath);
-    if (!trust.ok) throw trust.foreign ? new ForeignSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason);
-    // Replies are read into one buffer of the connection's own (`onread`), not a new one per read
-    // through the stream machinery: a client making one call at a time wakes for every reply.
-    let client: DaemonClient | null = null;
-    const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Buffer) => {
-      if (client !== null) client.#onData(buf.subarray(0, n));
-      return true;
-    } };
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ path: trust.connectPath, onread });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(unavailable(socketPath, `no answer within ${options.connectTimeoutMs} ms`));
-      }, options.connectTimeoutMs);
-      s.once("connect", () => {
-        clearTimeout(timer);
-        resolve(s);
-      });
-      s.once("error", (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        reject(
-          err.code === "EACCES"
-            ? new ForeignSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
-            : unavailable(socketPath, err.code ?? err.message),
-        );
-      });
-    }).finally(() => trust.release());
-    client = new DaemonClient(socket, options);
+    const client = new DaemonClient(options, socketPath);
+    await client.#open();
+    return client;
+  }
+
+  /**
+   * Opens a connection to the daemon on the socket this client found it on (checked to be this
+   * user's, and connected through the directory that check opened), makes it this client's, and
+   * says hello on it first. Reconnecting takes the same path.
+   */
+  async #open(): Promise<void> {
+    const options = this.#options;
+    const socketPath = this.#socketPath;
+    let socket: Socket | null = null;
+    socket = await openSocket(options, socketPath, (bytes) => {
+      if (socket === this.#socket) this.#onData(bytes);
+    });
+    socket.on("error", () => {
+      // "close" follows and fails whatever is pending
+    });
+    socket.on("drain", () => this.#sendUnsent());
+    let hungUp!: () => void;
+    this.hungUp = new Promise((resolve) => (hungUp = resolve));
+    socket.on("close", () => {
+      hungUp();
+      if (socket === this.#socket && this.#reconnecting === null && !this.#dormant) {
+        this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied"));
+      }
+    });
+    this.#socket = socket;
+    this.#writer = new FrameWriter(socket);
+    this.#decoder = new FrameDecoder(MAX_REPLY_FRAME_BYTES);
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
-      const hello = (await client.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0)) as HelloResult;
-      if (hello.database !== options.path && !sameFile(fileIdentity(hello.database), fileIdentity(options.path))) {
-        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
+      const hello = (await this.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0, true)) as HelloResult;
+      if (!servesThis(hello.database, options.path)) {
+        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${databaseIdentity(options.path)}`);
       }
-      client.server = hello;
-      return client;
+      this.server = hello;
     } catch (err) {
       socket.destroy();
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
@@ -125,9 +140,41 @@ export class DaemonClient extends Store implements DaemonControl {
     }
   }
 
+  /** The database behind the daemon. */
+  get engine(): Engine {
+    return this.server.engine ?? "sqlite";
+  }
+
   /** The handle's control of its daemon: this client itself. */
   get daemon(): DaemonControl {
     return this;
+  }
+
+  /**
+   * The daemon closed this connection for idleness (its goodbye frame): it read nothing sent after
+   * it, so every request still waiting for an answer was never started. They are sent again, in
+   * order, on a new connection (opened at once if any waits, else by the next request); the caller
+   * sees nothing of it.
+   */
+  #onGoodbye(): void {
+    for (const p of this.#pending.values()) p.sent = false;
+    this.#unsent = [...this.#pending.keys()];
+    this.#dormant = true;
+    if (this.#pending.size > 0) this.#wakeUp();
+  }
+
+  #wakeUp(): void {
+    this.#dormant = false;
+    this.#reconnecting = this.#open().then(
+      () => {
+        this.#reconnecting = null;
+        this.#sendUnsent();
+      },
+      (err: SessionDBError) => {
+        this.#reconnecting = null;
+        this.#connectionLost(err);
+      },
+    );
   }
 
   /** False once the connection to the daemon is lost; every call then fails with UNAVAILABLE. */
@@ -226,38 +273,63 @@ export class DaemonClient extends Store implements DaemonControl {
     return this.#closed;
   }
 
+  /** `first`: sent at once, ahead of requests waiting for the connection (the hello). */
   #request(
     op: OpName | ControlOp,
     args: unknown[],
     timeoutMs: number,
     onChunk?: (items: unknown[]) => void,
     graceMs = LOCAL_GRACE_MS,
+    first = false,
   ): Promise<unknown> {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     const id = this.#nextId;
-    let frame: Buffer;
-    try {
-      frame = requestFrame(id, op, args, timeoutMs);
-    } catch (err) {
-      return Promise.reject(err);
-    }
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
-    const request = new Promise((resolve, reject) => {
-      const patienceMs = timeoutMs + graceMs;
-      const pending: PendingRequest = { op, resolve, reject, patienceMs, deadline: Date.now() + patienceMs };
+    return new Promise((resolve, reject) => {
+      const write = (OPERATION_KINDS as Partial<Record<string, string>>)[op] === "write";
+      const pending: PendingRequest = { op, args, sent: false, write, resolve, reject, timeoutMs, graceMs, deadline: Date.now() + timeoutMs };
       if (onChunk !== undefined) pending.onChunk = onChunk;
       this.#pending.set(id, pending);
-      this.#startSweeper();
-      this.#writer.write(frame);
+      if (this.#dormant && !first) this.#wakeUp();
+      if (first || (this.#reconnecting === null && this.#unsent.length === 0 && !this.#socket.writableNeedDrain)) this.#send(id, pending);
+      else this.#unsent.push(id);
+      if (this.#pending.has(id)) this.#startSweeper();
     });
-    return request;
+  }
+
+  /**
+   * Hands a request to the socket with the time it has left. One whose deadline passed while it
+   * waited here is answered TIMEOUT: it never left this process.
+   */
+  #send(id: number, pending: PendingRequest): void {
+    const remainingMs = Math.ceil(pending.deadline - Date.now());
+    let frame: Buffer;
+    try {
+      if (remainingMs <= 0) throw notSent(pending);
+      frame = requestFrame(id, pending.op, pending.args, remainingMs, pending.deadline);
+    } catch (err) {
+      this.#forget(id);
+      pending.reject(err as SessionDBError);
+      return;
+    }
+    pending.sent = true;
+    this.#writer.write(frame);
+  }
+
+  /** Sends what waited while the socket was backed up, until it is backed up again. */
+  #sendUnsent(): void {
+    while (this.#reconnecting === null && this.#unsent.length > 0 && !this.#socket.writableNeedDrain) {
+      const id = this.#unsent.shift()!;
+      const pending = this.#pending.get(id);
+      if (pending !== undefined && !pending.sent) this.#send(id, pending);
+    }
   }
 
   #onData(chunk: Buffer): void {
     let bodies: Buffer[];
     try {
-      bodies = this.#decoder.push(chunk, true);
+      bodies = this.#decoder.push(chunk);
     } catch (err) {
       this.#connectionLost(err as SessionDBError);
       this.#socket.destroy();
@@ -270,13 +342,17 @@ export class DaemonClient extends Store implements DaemonControl {
     const id = reply.id as number;
     const pending = this.#pending.get(id);
     if (pending === undefined) {
-      // id 0: the daemon rejected the connection itself (a frame it could not read).
-      if (id === 0 && reply.ok === false) this.#connectionLost(fromWireError(reply.error));
+      // id 0: the daemon closes the connection: idle (CLOSED), or a frame it could not read.
+      if (id === 0 && reply.ok === false) {
+        const err = fromWireError(reply.error);
+        if (err.code === "CLOSED") this.#onGoodbye();
+        else this.#connectionLost(err);
+      }
       return;
     }
     if (Array.isArray(reply.chunk)) {
       // A stream's deadline is for its first page; each page keeps it alive.
-      pending.deadline = Date.now() + pending.patienceMs;
+      pending.deadline = Date.now() + pending.timeoutMs;
       pending.onChunk?.(reply.chunk);
       return;
     }
@@ -308,9 +384,10 @@ export class DaemonClient extends Store implements DaemonControl {
     this.#sweeper = setInterval(() => {
       const now = Date.now();
       for (const [id, p] of this.#pending) {
-        if (p.deadline > now) continue;
+        const unsent = !p.sent;
+        if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
         this.#forget(id);
-        p.reject(new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${p.patienceMs} ms`));
+        p.reject(unsent ? notSent(p) : unanswered(p));
       }
       if (this.#pending.size === 0 && this.#sweeper !== null) {
         clearInterval(this.#sweeper);
@@ -320,4 +397,63 @@ export class DaemonClient extends Store implements DaemonControl {
     // The socket keeps the process alive while requests are pending; the sweep need not.
     this.#sweeper.unref();
   }
+}
+
+function notSent(p: PendingRequest): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${p.op} could not be sent within ${p.timeoutMs} ms (the connection to the daemon was backed up); it was not applied`);
+}
+
+/** A sent request's deadline passed without its answer: a write's fate is unknown, a read just timed out. */
+function unanswered(p: PendingRequest): SessionDBError {
+  const waited = p.timeoutMs + p.graceMs;
+  return p.write
+    ? new SessionDBError("OUTCOME_UNKNOWN", `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`)
+    : new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${waited} ms`);
+}
+
+/**
+ * A connected socket. Replies are read into one buffer of the connection's own (`onread`), not a
+ * new one per read through the stream machinery: a client making one call at a time wakes for
+ * every reply.
+ */
+function openSocket(options: ResolvedOptions, socketPath: string, onBytes: (bytes: Buffer) => void): Promise<Socket> {
+  const trust = checkSocket(socketPath);
+  if (!trust.ok) return Promise.reject(trust.foreign ? new ForeignSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason));
+  const onread = {
+    buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
+    callback: (n: number, buf: Buffer) => {
+      onBytes(buf.subarray(0, n));
+      return true;
+    },
+  };
+  return new Promise<Socket>((resolve, reject) => {
+    const s = connect({ path: trust.connectPath, onread });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(unavailable(socketPath, `no answer within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    s.once("connect", () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+    s.once("error", (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(
+        err.code === "EACCES"
+          ? new ForeignSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
+          : unavailable(socketPath, err.code ?? err.message),
+      );
+    });
+  }).finally(() => trust.release());
+}
+
+/**
+ * Whether a daemon saying it serves `served` serves the database at `path`: a PostgreSQL database
+ * by its identity (the URL without its password); a file by its real path, or — opened under
+ * another name (a hard link) — by being the same file (device and inode).
+ */
+function servesThis(served: string, path: string): boolean {
+  const expected = databaseIdentity(path);
+  if (served === expected) return true;
+  return !isPostgresUrl(path) && sameFile(fileIdentity(served), fileIdentity(path));
 }

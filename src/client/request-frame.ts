@@ -8,11 +8,12 @@ import { checkPlainMessagePack, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYT
  * or typed array, which become extension types the daemon refuses by closing the connection),
  * and requests larger than the daemon's frame limit (which it also answers by closing the
  * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
+ * `timeoutMs` is the time the request has left; `deadlineEpochMs` the same instant on the clock.
  */
-export function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number): Buffer {
+export function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number, deadlineEpochMs: number): Buffer {
   let frame: Buffer;
   try {
-    frame = encodeFrame({ id, op, args, timeoutMs });
+    frame = encodeFrame({ id, op, args, timeoutMs, deadlineEpochMs });
     checkPlainMessagePack(frame.subarray(HEADER_BYTES));
   } catch (err) {
     throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);

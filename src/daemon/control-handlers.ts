@@ -3,15 +3,15 @@ import { SCHEMA_VERSION } from "../engine/schema.js";
 import type { ControlOp, ControlResult, DaemonStats, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
-import type { ReaderPool } from "./reader-pool.js";
-import type { WriterClient } from "./writer-client.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
 
 /** What the control ops act on. */
 export interface ControlContext {
   readonly database: string;
+  readonly engine: DaemonEngine;
   readonly faultInjection: boolean;
-  readonly writer: WriterClient;
-  readonly readers: ReaderPool;
+  readonly writer: DaemonWriter;
+  readonly readers: DaemonReaders;
   stats(): DaemonStats;
   close(): Promise<void>;
 }
@@ -27,7 +27,7 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
     }
   };
   return {
-    hello: (args) => hello(args[0], ctx.database, ctx.writer.newerVersion),
+    hello: (args) => hello(args[0], ctx.database, ctx.engine),
     ping: () => "pong",
     stats: () => ctx.stats(),
     shutdown: () => {
@@ -52,8 +52,8 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
   };
 }
 
-/** `newerVersion`: the file's schema version when a newer Hermes made it (served read-only), else null. */
-function hello(opts: unknown, database: string, newerVersion: number | null): HelloResult {
+/** The engine says which database it is and whether it serves it read-only (made by a newer sessiondb). */
+function hello(opts: unknown, database: string, engine: DaemonEngine): HelloResult {
   const wanted = (opts as { protocol?: unknown } | undefined)?.protocol;
   if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
     throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
@@ -65,8 +65,9 @@ function hello(opts: unknown, database: string, newerVersion: number | null): He
     schemaVersion: SCHEMA_VERSION,
     pid: process.pid,
     database,
-    readOnly: newerVersion !== null,
-    fileSchemaVersion: newerVersion ?? SCHEMA_VERSION,
+    engine: engine.engine,
+    readOnly: engine.readOnly,
+    fileSchemaVersion: engine.fileSchemaVersion,
   };
 }
 

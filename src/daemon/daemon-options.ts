@@ -5,7 +5,7 @@ import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 
 export interface DaemonOptions {
-  /** The database file. Default as SPEC §2. */
+  /** The database file, or a PostgreSQL database's `postgres://` URL. Default as SPEC §2. */
   path?: string;
   /** Default: derived from the database path (SPEC §5). */
   socketPath?: string;
@@ -38,9 +38,21 @@ export interface DaemonOptions {
   maxFrameBytes?: number;
   /** Requests one connection may have in flight before the daemon stops reading it. Default 256. */
   maxInFlightPerConnection?: number;
+  /** Request bytes one connection may have being served before the daemon stops reading it (one
+   *  request always runs). Default 16 MiB. */
+  maxRequestBytesPerConnection?: number;
+  /**
+   * Request bytes the whole daemon holds (frames being received or served, all connections).
+   * Past it, connections holding over 1 MiB are not read until it falls. Default 128 MiB.
+   */
+  maxRequestBytesTotal?: number;
+  /** A connection that leaves a frame incomplete this long is closed (PROTOCOL), in ms. Default 30,000. */
+  frameTimeoutMs?: number;
+  /** A connection with nothing in flight and nothing sent this long is closed, in ms; clients reconnect. Default 600,000 (10 min). */
+  idleConnectionTimeoutMs?: number;
   /** Requests queued in the whole daemon before it answers OVERLOADED. Default 10,000. */
   maxQueue?: number;
-  /** Deadline of a write whose client sent none, in ms. Default 60,000. */
+  /** Deadline of a request (write, read, or each page of a stream) whose client sent none, in ms. Default 60,000. */
   requestTimeoutMs?: number;
   /**
    * Stop cleanly once no client has been connected for this long, in ms (`serve --idle-exit`;
@@ -71,11 +83,12 @@ function positive(value: number | undefined, name: string, fallback: number): nu
 
 /** Every default applied and every value checked, once, where the options enter. */
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
-  const files = databaseFiles(realDatabasePath(options.path ?? defaultDatabasePath()), options.socketPath);
+  const real = realDatabasePath(options.path ?? defaultDatabasePath());
+  const files = databaseFiles(real, options.socketPath);
   const synchronous = options.synchronous ?? "FULL";
   if (synchronous !== "FULL" && synchronous !== "NORMAL") throw invalidArgument("synchronous must be FULL or NORMAL");
   return {
-    path: files.db,
+    path: real,
     socketPath: files.socket,
     files,
     readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),
@@ -90,6 +103,10 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", 8 * 1024 * 1024)),
     maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),
     maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
+    maxRequestBytesPerConnection: Math.floor(positive(options.maxRequestBytesPerConnection, "maxRequestBytesPerConnection", 16 * 1024 * 1024)),
+    maxRequestBytesTotal: Math.floor(positive(options.maxRequestBytesTotal, "maxRequestBytesTotal", 128 * 1024 * 1024)),
+    frameTimeoutMs: positive(options.frameTimeoutMs, "frameTimeoutMs", 30_000),
+    idleConnectionTimeoutMs: positive(options.idleConnectionTimeoutMs, "idleConnectionTimeoutMs", 600_000),
     maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
     idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),

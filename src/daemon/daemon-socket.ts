@@ -37,7 +37,8 @@ export class DaemonSocket {
     // bind a private name, link the socket to its path (never replacing a file that appeared
     // meanwhile) and drop the private name, so the close removes nothing and we remove only ours.
     const bound = privateName(path);
-    const server = createServer(onConnection);
+    // Half-open: a client that ends its side after its last request still gets every reply.
+    const server = createServer({ allowHalfOpen: true }, onConnection);
     const previousUmask = process.umask(0o177);
     try {
       await new Promise<void>((resolve, reject) => {

@@ -3,9 +3,7 @@ import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
-import { newerSchemaError } from "../engine/database-file.js";
 import { createPrivateFile, makePrivateDir } from "../engine/private-files.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
 import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
@@ -18,110 +16,116 @@ import { identityLockPath, identitySocketPath, privateRuntimeDir } from "../sock
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
-import { WalGuard, walSize } from "./wal-guard.js";
+import { walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
 import { closeWhenIdle } from "./idle-exit.js";
-import { ReaderPool } from "./reader-pool.js";
-import { WriterClient } from "./writer-client.js";
+import type { ReadRequester } from "./reader-pool.js";
+import { RequestBudget } from "./request-budget.js";
+import { BodyPool } from "../protocol/body-pool.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
+import { startSqliteEngine } from "./sqlite-engine.js";
+import { startPgEngine } from "../pg/pg-daemon-engine.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
 
 /**
- * The daemon (SPEC §5): one writer thread with group commit, a pool of reader threads, and the
- * Unix socket. `Daemon.start` returns once it is listening; `close()` drains and stops it.
+ * The daemon (SPEC §5): one writer with group commit, a pool of readers, and the Unix socket.
+ * The writer and readers are the engine's: threads over the SQLite file, or connections to
+ * PostgreSQL. `Daemon.start` returns once it is listening; `close()` drains and stops it.
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
-  /** The lock beside the database's name, then the one under its identity. Release is idempotent. */
+  /** The lock beside the database's name, then (a file) the one under its identity. Release is idempotent. */
   readonly #locks: readonly InstanceLock[];
-  readonly #identity: FileIdentity;
-  readonly #writer: WriterClient;
-  readonly #readers: ReaderPool;
-  /** The socket of SPEC §5, then the identity socket (where clients opening another name look). */
+  /** The served file's device and inode; null for PostgreSQL, which has no file. */
+  readonly #identity: FileIdentity | null;
+  readonly #engine: DaemonEngine;
+  readonly #writer: DaemonWriter;
+  readonly #readers: DaemonReaders;
+  /** The socket of SPEC §5, then (a file) the identity socket, where clients opening another name look. */
   #listening: DaemonSocket[] = [];
   #fileWatch: FileWatch | null = null;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
-  readonly #walGuard: WalGuard;
   readonly #control: ControlHandlers;
   #readsQueued = 0;
   /** Set when the path stopped naming the file served: the daemon stops. */
   #fileLost: "replaced" | "removed" | null = null;
+  readonly #memory: { budget: RequestBudget; bodies: BodyPool };
+  /** Enforces the connections' time limits (incomplete frames, idle connections). */
+  readonly #sweeper: NodeJS.Timeout;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(
-    options: ResolvedDaemonOptions, locks: readonly InstanceLock[], identity: FileIdentity, writer: WriterClient, readers: ReaderPool,
-  ) {
+  private constructor(options: ResolvedDaemonOptions, locks: readonly InstanceLock[], identity: FileIdentity | null, engine: DaemonEngine) {
+    const { writer, readers } = engine;
     this.options = options;
+    this.#engine = engine;
     this.#locks = locks;
     this.#identity = identity;
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
     this.#control = controlHandlers({
-      database: options.path,
+      database: options.files.db,
+      engine,
       faultInjection: options.faultInjection,
       writer,
       readers,
       stats: () => this.stats(),
       close: () => this.close(),
     });
-    this.#walGuard = new WalGuard(options.files.wal, options.walLimitBytes, writer, readers, options.log);
+    this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
+    this.#sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const connection of this.#connections) connection.sweep(now);
+    }, Math.min(1000, options.frameTimeoutMs / 2, options.idleConnectionTimeoutMs / 2));
+    this.#sweeper.unref();
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
     const { files } = resolved;
-    makePrivateDir(dirname(resolved.path));
+    const postgres = isPostgresUrl(resolved.path);
+    // A PostgreSQL database's lock and socket sit in the private runtime directory (clients never create it).
+    if (postgres) privateRuntimeDir();
+    else makePrivateDir(dirname(resolved.path));
     const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
-    let writer: WriterClient | undefined;
-    let readers: ReaderPool | undefined;
+    let engine: DaemonEngine | undefined;
     try {
-      // Keyed by the file, not its name: a second daemon on a hard link of it must not start.
-      const identity = servableFile(files.db);
-      privateRuntimeDir();
-      locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
-      writer = await WriterClient.start({
-        path: resolved.path,
-        identity,
-        synchronous: resolved.synchronous,
-        maxBatch: resolved.maxBatch,
-        maxBatchMs: resolved.maxBatchMs,
-        yieldEveryMs: resolved.yieldEveryMs,
-        yieldMs: resolved.yieldMs,
-        walLimitBytes: resolved.walLimitBytes,
-        idleCheckpointMs: resolved.idleCheckpointMs,
-        faultInjection: resolved.faultInjection,
-      }, resolved.log).catch((err: unknown) => {
-        throw namingThePath(err, resolved.path);
-      });
-      readers = new ReaderPool(resolved.readers, {
-        path: resolved.path,
-        busyTimeoutMs: resolved.readerBusyTimeoutMs,
-        faultInjection: resolved.faultInjection,
-      }, resolved.log);
-      const daemon = new Daemon(resolved, locks, identity, writer, readers);
+      let identity: FileIdentity | null = null;
+      if (!postgres) {
+        // Keyed by the file, not its name: a second daemon on a hard link of it must not start.
+        identity = servableFile(files.db);
+        privateRuntimeDir();
+        locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
+      }
+      engine = identity === null
+        ? await startPgEngine(resolved)
+        : await startSqliteEngine(resolved, identity).catch((err: unknown) => {
+          throw namingThePath(err, resolved.path);
+        });
+      const daemon = new Daemon(resolved, locks, identity, engine);
       try {
         await daemon.#listen();
       } catch (err) {
         for (const socket of daemon.#listening) await socket.close();
         throw err;
       }
-      resolved.log(
-        `listening on ${resolved.socketPath} for ${resolved.path} (pid ${process.pid}, ${resolved.readers} readers, synchronous=${resolved.synchronous})`,
-      );
-      if (writer.newerVersion !== null) {
-        resolved.log(`serving read-only: the file has schema version ${writer.newerVersion}, newer than ${SCHEMA_VERSION}; writes fail with SCHEMA`);
+      resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
+      if (engine.readOnly) {
+        resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
       }
       if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
       return daemon;
     } catch (err) {
-      await writer?.close();
-      await readers?.close();
+      engine?.stopHousekeeping();
+      await engine?.writer.close();
+      await engine?.readers.close();
       for (const lock of locks) lock.release();
       throw err;
     }
@@ -140,10 +144,11 @@ export class Daemon {
     return {
       pid: process.pid,
       version: VERSION,
-      database: this.options.path,
+      database: this.options.files.db,
+      engine: this.#engine.engine,
       socket: this.options.socketPath,
-      readOnly: this.#writer.newerVersion !== null,
-      fileSchemaVersion: this.#writer.newerVersion ?? SCHEMA_VERSION,
+      readOnly: this.#engine.readOnly,
+      fileSchemaVersion: this.#engine.fileSchemaVersion,
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
@@ -163,7 +168,8 @@ export class Daemon {
   async #shutdown(): Promise<void> {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
-    this.#walGuard.stop();
+    this.#engine.stopHousekeeping();
+    clearInterval(this.#sweeper);
     this.#fileWatch?.stop();
     // A replaced (or removed) file is released before clients go: until the writer and readers
     // close, the old file's WAL is live under the database's name, and a client opening the new
@@ -193,10 +199,14 @@ export class Daemon {
 
   async #listen(): Promise<void> {
     const accept = (socket: Socket) => this.#accept(socket);
-    for (const path of [this.options.socketPath, identitySocketPath(this.#identity)]) {
+    const identity = this.#identity;
+    const paths = identity === null ? [this.options.socketPath] : [this.options.socketPath, identitySocketPath(identity)];
+    for (const path of paths) {
       this.#listening.push(await DaemonSocket.listen(path, accept));
     }
-    this.#fileWatch = new FileWatch(this.options.path, this.#identity, (how) => {
+    // PostgreSQL has no file to be replaced under the daemon.
+    if (identity === null) return;
+    this.#fileWatch = new FileWatch(this.options.path, identity, (how) => {
       this.#fileLost = how;
       this.options.log(
         how === "replaced"
@@ -219,8 +229,12 @@ export class Daemon {
         maxFrameBytes: this.options.maxFrameBytes,
         maxInFlight: this.options.maxInFlightPerConnection,
         maxBufferedBytes: this.options.maxReplyBufferBytes,
+        maxRequestBytes: this.options.maxRequestBytesPerConnection,
+        frameTimeoutMs: this.options.frameTimeoutMs,
+        idleTimeoutMs: this.options.idleConnectionTimeoutMs,
       },
-      (request, conn) => this.#handle(request, conn),
+      this.#memory,
+      (request, conn, receivedAt) => this.#handle(request, conn, receivedAt),
       this.options.log,
     );
     this.#connections.add(connection);
@@ -230,7 +244,7 @@ export class Daemon {
     });
   }
 
-  async #handle(request: Request, connection: ClientConnection): Promise<unknown> {
+  async #handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
     // Control ops are answered even while the daemon shuts down.
     if (isControlOp(request.op)) return this.#control[request.op](request.args);
     if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
@@ -239,29 +253,30 @@ export class Daemon {
     }
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
+    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     if (kind === "write") {
-      if (this.#writer.newerVersion !== null) throw newerSchemaError(this.options.path, this.#writer.newerVersion, request.op);
-      const deadline = Date.now() + (request.timeoutMs ?? this.options.requestTimeoutMs);
+      if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       return this.#writer.write(request.op as WriteOpName, params, deadline);
     }
-    if (kind === "read") return this.#read(request.op as ReadOpName, params);
-    return this.#stream(request.op, params, request.id, connection);
+    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
+    return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
   }
 
-  async #read(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
+  async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
     this.#readsQueued++;
     try {
-      return await this.#readers.run(op, params, cursor);
+      return await this.#readers.run(op, params, deadline, cursor, requester);
     } finally {
       this.#readsQueued--;
     }
   }
 
   /** Sends a streamed result page by page, as fast as the client reads it. */
-  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection): Promise<null> {
+  /** Each page has the request's time span as its own deadline: the client waits page by page. */
+  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
     let cursor: unknown = null;
     do {
-      const page = (await this.#read(op, params, cursor)) as Page<unknown, unknown>;
+      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, connection, cursor)) as Page<unknown, unknown>;
       if (page.items.length > 0) await connection.sendChunk(id, page.items);
       cursor = page.next;
     } while (cursor !== null && connection.open);

@@ -14,6 +14,8 @@ export interface ReadTask {
   params: unknown;
   /** Streamed operations: where the page starts (null for the first). */
   cursor?: unknown;
+  /** Ms since the epoch: a read not started by then is answered TIMEOUT. */
+  deadline: number;
   /** Fault injection only: the thread exits while serving this read instead of answering. */
   crash?: boolean;
 }

@@ -13,16 +13,49 @@ const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 const READER_YOUNG_GENERATION_MB = 8;
 
 /**
- * The reader threads (piscina): a fixed number, each with its own read-only connection. Reads can
- * be paused briefly so a TRUNCATE checkpoint finds no reader holding the WAL.
+ * Reads whose cost grows with the data (full-text searches, rich listings, exports): they run on
+ * at most `threads` threads, so the one thread beyond those is always there for the point reads.
+ */
+const SLOW_OPS: ReadonlySet<OpName> = new Set<OpName>(["searchMessages", "searchSessions", "listSessionsRich", "exportSession", "exportAll"]);
+
+/** Who asked for a read: the daemon's connection to that client. */
+export interface ReadRequester {
+  /** Aborted when the client went away: its reads are dropped, or stopped if running. */
+  readonly gone: AbortSignal;
+  /**
+   * The client shut down its side. It may still read its replies (a half-close), or be gone
+   * without the daemon knowing yet (that shows only when a reply is written): its reads wait
+   * until no other client's read does.
+   */
+  readonly ended: boolean;
+}
+
+interface QueuedRead {
+  task: ReadTask;
+  requester: ReadRequester | undefined;
+  resolve(result: unknown): void;
+  reject(err: SessionDBError): void;
+}
+
+/**
+ * The reader threads (piscina), each with its own read-only connection, fed from two queues of
+ * our own: point reads are served first and have a thread of their own, so one client's slow
+ * searches cannot starve another's `getSession`. A read is not started past its deadline, nor
+ * for a client that went away; a running read stopped by either (its deadline, or its client
+ * leaving) ends its thread, which the pool replaces. Reads can be paused briefly so a TRUNCATE
+ * checkpoint finds no reader holding the WAL.
  */
 export class ReaderPool {
   readonly #pool: Piscina<ReadTask, ReadOutcome>;
   readonly #threads: number;
-  #inFlight = 0;
+  readonly #cheap: QueuedRead[] = [];
+  readonly #slow: QueuedRead[] = [];
+  /** Reads of clients that shut down their side, served last. */
+  readonly #ended: QueuedRead[] = [];
+  #running = 0;
+  #runningSlow = 0;
   #crashes = 0;
-  #gate: Promise<void> | null = null;
-  #openGate: (() => void) | null = null;
+  #paused = false;
   #drained: Array<() => void> = [];
 
   /** What the threads have to say goes to `log` (the daemon's). */
@@ -30,8 +63,8 @@ export class ReaderPool {
     this.#threads = threads;
     this.#pool = new Piscina<ReadTask, ReadOutcome>({
       filename: READER_URL.href,
-      minThreads: threads,
-      maxThreads: threads,
+      minThreads: threads + 1,
+      maxThreads: threads + 1,
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: config,
       resourceLimits: { maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB },
@@ -41,22 +74,68 @@ export class ReaderPool {
     this.#pool.on("error", (err: Error) => log(`a reader thread failed: ${err.message}`));
   }
 
-  async run(op: OpName, params: unknown, cursor?: unknown): Promise<unknown> {
-    while (this.#gate !== null) await this.#gate;
-    this.#inFlight++;
+  /**
+   * Runs one read. Past `deadline` (ms since the epoch) it is answered TIMEOUT, started or not;
+   * when its requester goes away it is answered CLOSED.
+   */
+  run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
     const crash = this.#crashes > 0;
     if (crash) this.#crashes--;
-    let outcome: ReadOutcome;
-    try {
-      outcome = await this.#pool.run({ op, params, cursor, ...(crash ? { crash } : {}) });
-    } catch (err) {
-      throw new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`);
-    } finally {
-      this.#inFlight--;
-      if (this.#inFlight === 0) for (const done of this.#drained.splice(0)) done();
+    return new Promise((resolve, reject) => {
+      const read: QueuedRead = { task: { op, params, cursor, deadline, ...(crash ? { crash } : {}) }, requester, resolve, reject };
+      (SLOW_OPS.has(op) ? this.#slow : this.#cheap).push(read);
+      this.#pump();
+    });
+  }
+
+  /** Starts queued reads while threads are free: point reads first, slow ones on at most `threads` threads. */
+  #pump(): void {
+    while (!this.#paused && this.#running <= this.#threads) {
+      const read = this.#next();
+      if (read === undefined) return;
+      if (read.requester?.gone.aborted) read.reject(gone(read.task));
+      else if (Date.now() >= read.task.deadline) read.reject(expired(read.task));
+      else this.#start(read);
     }
-    if (!outcome.ok) throw fromWireError(outcome.error);
-    return outcome.result;
+  }
+
+  /** The next read to start: live clients' point reads, their slow reads, then those of clients that ended. */
+  #next(): QueuedRead | undefined {
+    const slowAllowed = this.#runningSlow < this.#threads;
+    for (;;) {
+      const read = this.#cheap.shift() ?? (slowAllowed ? this.#slow.shift() : undefined);
+      if (read === undefined) break;
+      if (read.requester?.ended === true && !read.requester.gone.aborted) this.#ended.push(read);
+      else return read;
+    }
+    const head = this.#ended[0];
+    return head !== undefined && (slowAllowed || !SLOW_OPS.has(head.task.op)) ? this.#ended.shift() : undefined;
+  }
+
+  #start(read: QueuedRead): void {
+    const slow = SLOW_OPS.has(read.task.op);
+    this.#running++;
+    if (slow) this.#runningSlow++;
+    const stop = new AbortController();
+    let why: SessionDBError | null = null;
+    const abort = (err: SessionDBError) => {
+      why ??= err;
+      stop.abort();
+    };
+    const timer = setTimeout(() => abort(expired(read.task)), Math.max(0, read.task.deadline - Date.now()));
+    const onGone = () => abort(gone(read.task));
+    read.requester?.gone.addEventListener("abort", onGone, { once: true });
+    this.#pool.run(read.task, { signal: stop.signal }).then(
+      (outcome) => (outcome.ok ? read.resolve(outcome.result) : read.reject(fromWireError(outcome.error))),
+      (err: unknown) => read.reject(why ?? new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`)),
+    ).finally(() => {
+      clearTimeout(timer);
+      read.requester?.gone.removeEventListener("abort", onGone);
+      this.#running--;
+      if (slow) this.#runningSlow--;
+      if (this.#running === 0) for (const done of this.#drained.splice(0)) done();
+      this.#pump();
+    });
   }
 
   /** Fault injection: the threads serving the next `reads` reads exit mid-task; the pool replaces them. */
@@ -66,8 +145,8 @@ export class ReaderPool {
 
   /** Holds new reads and resolves once the running ones are done (or after `maxWaitMs`). */
   async pause(maxWaitMs: number): Promise<void> {
-    if (this.#gate === null) this.#gate = new Promise((resolve) => (this.#openGate = resolve));
-    if (this.#inFlight === 0) return;
+    this.#paused = true;
+    if (this.#running === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, maxWaitMs);
       this.#drained.push(() => {
@@ -78,25 +157,33 @@ export class ReaderPool {
   }
 
   resume(): void {
-    const open = this.#openGate;
-    this.#gate = null;
-    this.#openGate = null;
-    open?.();
+    this.#paused = false;
+    this.#pump();
   }
 
   stats(): ReaderStats {
     return {
       threads: this.#threads,
       utilization: this.#pool.utilization,
-      queued: this.#pool.queueSize,
-      inFlight: this.#inFlight,
+      queued: this.#cheap.length + this.#slow.length + this.#ended.length,
+      inFlight: this.#running,
       completed: this.#pool.completed,
-      paused: this.#gate !== null,
+      paused: this.#paused,
     };
   }
 
+  /** Lets the queued reads run (or expire), then stops the threads. */
   async close(): Promise<void> {
     this.resume();
+    while (this.#running + this.#cheap.length + this.#slow.length + this.#ended.length > 0) await new Promise((r) => setTimeout(r, 10));
     await this.#pool.close();
   }
+}
+
+function expired(task: ReadTask): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${task.op} did not finish before its deadline; it was stopped`);
+}
+
+function gone(task: ReadTask): SessionDBError {
+  return new SessionDBError("CLOSED", `${task.op} was dropped: the client went away`);
 }

@@ -21,7 +21,7 @@ interface Pending {
 const WINDOW = 2048;
 
 /** The last `WINDOW` values, for percentiles that follow the current load. */
-class Window {
+export class Window {
   readonly #values: number[] = [];
   #next = 0;
 
@@ -36,6 +36,14 @@ class Window {
     const sorted = [...this.#values].sort((a, b) => a - b);
     return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
   }
+}
+
+/** Commit and lock-hold time percentiles, for `WriterStats`. */
+export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStats, "commitMs" | "lockHeldMs"> {
+  return {
+    commitMs: { p50: commit.percentile(50), p90: commit.percentile(90), p99: commit.percentile(99), max: commit.percentile(100) },
+    lockHeldMs: { p50: lockHeld.percentile(50), p99: lockHeld.percentile(99), max: lockHeld.percentile(100) },
+  };
 }
 
 /**
@@ -126,13 +134,7 @@ export class WriterClient {
       writes: this.#writes,
       meanBatchSize: this.#batches === 0 ? 0 : this.#writes / this.#batches,
       maxBatchSize: this.#maxBatch,
-      commitMs: {
-        p50: this.#commitMs.percentile(50),
-        p90: this.#commitMs.percentile(90),
-        p99: this.#commitMs.percentile(99),
-        max: this.#commitMs.percentile(100),
-      },
-      lockHeldMs: { p50: this.#lockMs.percentile(50), p99: this.#lockMs.percentile(99), max: this.#lockMs.percentile(100) },
+      ...commitFigures(this.#commitMs, this.#lockMs),
       checkpoints: { ...this.#checkpoints },
       restarts: this.#restarts,
     };

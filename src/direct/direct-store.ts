@@ -8,9 +8,10 @@ import { openDatabase } from "../engine/open-database.js";
 import { makePrivateDir } from "../engine/private-files.js";
 import { catchUpCjkIndex } from "../engine/cjk-index.js";
 import { parseOperation, runOperation, runPage } from "../engine/operations.js";
-import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
+import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
 import { Store } from "../store.js";
+import { parseCall, WriteQueue } from "./write-queue.js";
 
 
 /**
@@ -21,13 +22,14 @@ import { Store } from "../store.js";
  */
 export class DirectStore extends Store {
   readonly mode = "direct" as const;
+  readonly engine = "sqlite" as const;
   readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
   /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
   readonly #newerVersion: number | null;
   #writesSinceCheckpoint = 0;
-  #writeQueue: Promise<unknown> = Promise.resolve();
+  readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
 
   private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
@@ -57,15 +59,12 @@ export class DirectStore extends Store {
 
   protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
     const db = this.#connection();
-    const params = parseOperation(name, args);
+    const { kind, params } = parseCall(name, args);
     // The engine's table returns what the catalogue says this operation returns.
     const run = () => runOperation(db, name, params) as ResultOf<K>;
-    const kind = OPERATION_KINDS[name];
     if (kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
     if (kind === "read") return this.#withRetry(run, false);
-    const result = this.#writeQueue.then(() => this.#withRetry(run, true));
-    this.#writeQueue = result.catch(() => undefined);
-    return result;
+    return this.#writes.run(() => this.#withRetry(run, true));
   }
 
   protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
@@ -80,7 +79,7 @@ export class DirectStore extends Store {
   }
 
   close(): Promise<void> {
-    this.#closed ??= this.#writeQueue.then(() => {
+    this.#closed ??= this.#writes.idle().then(() => {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;

@@ -24,8 +24,8 @@ export interface ExportCursor {
   id: string;
 }
 
-const PAGE_SESSIONS = 200;
-const PAGE_MESSAGES = 5000;
+export const PAGE_SESSIONS = 200;
+export const PAGE_MESSAGES = 5000;
 
 /**
  * A page holds up to 200 sessions, and stops early once it holds 5,000 messages, so a page stays
@@ -52,8 +52,13 @@ export const exportAll = stream(
       messages += exported.messages.length;
       if (messages >= PAGE_MESSAGES) break;
     }
-    const last = items.at(-1);
-    const full = items.length < sessions.length || sessions.length === PAGE_SESSIONS;
-    return { items, next: last !== undefined && full ? { startedAt: last.started_at, id: last.id } : null };
+    return { items, next: nextPage(items, sessions.length) };
   },
 );
+
+/** Where the page after `items` starts (`fetched` sessions were read for it), or null at the end. */
+export function nextPage(items: readonly SessionExport[], fetched: number): ExportCursor | null {
+  const last = items.at(-1);
+  const full = items.length < fetched || fetched === PAGE_SESSIONS;
+  return last !== undefined && full ? { startedAt: last.started_at, id: last.id } : null;
+}

@@ -54,7 +54,7 @@ const LIST_SQL = `${RICH_SELECT}
 const ONE_SQL = `${RICH_SELECT} WHERE s.id = ?`;
 
 /** The trimmed first 60 characters of the first user message, with "..." when cut. */
-function preview(raw: string): string {
+export function preview(raw: string): string {
   const text = [...raw.trim()];
   return text.length > 60 ? `${text.slice(0, 60).join("")}...` : text.join("");
 }
@@ -65,7 +65,7 @@ function finish(row: RichSessionRow): RichSessionRow {
 }
 
 /** The fields a compressed root shows from its tip; the rest (started_at, so the order) stay the root's. */
-const PROJECTED = [
+export const PROJECTED = [
   "id", "ended_at", "end_reason", "message_count", "tool_call_count", "title", "last_active", "preview",
   "model", "system_prompt",
 ] as const;

@@ -66,14 +66,14 @@ const sessionIdArg = (op: string) => (args: readonly unknown[]) => {
 
 export const getMessages = read(sessionIdArg("getMessages"), (db, p) => messagesOf(db, p.sessionId));
 
-type StoredRow = Record<(typeof CONVERSATION_COLUMNS)[number], string | null>;
+export type StoredConversationRow = Record<(typeof CONVERSATION_COLUMNS)[number], string | null>;
 const CONVERSATION_COLUMNS = [
   "role", "content", "tool_call_id", "tool_name", "tool_calls", "reasoning", "reasoning_details",
   "codex_reasoning_items",
 ] as const;
 
 /** The OpenAI-shaped history the agent reloads: optional fields only when stored and truthy. */
-function toConversation(row: StoredRow): ConversationMessage {
+export function toConversation(row: StoredConversationRow): ConversationMessage {
   const msg: ConversationMessage = { role: row.role ?? "", content: row.content };
   if (row.tool_call_id) msg.tool_call_id = row.tool_call_id;
   if (row.tool_name) msg.tool_name = row.tool_name;
@@ -90,7 +90,7 @@ export const getMessagesAsConversation = read(sessionIdArg("getMessagesAsConvers
   const rows = sql(
     db,
     `SELECT ${CONVERSATION_COLUMNS.join(", ")} FROM messages WHERE session_id = ? ORDER BY timestamp, id`,
-  ).all(p.sessionId) as StoredRow[];
+  ).all(p.sessionId) as StoredConversationRow[];
   return rows.map(toConversation);
 });
 

@@ -3,6 +3,7 @@
  * The `fault…` ops exist for the reliability tests and answer INVALID_ARGUMENT unless the daemon
  * runs with fault injection on.
  */
+import type { Engine } from "../session-db.js";
 
 export interface HelloResult {
   server: "sessiondb";
@@ -10,8 +11,13 @@ export interface HelloResult {
   protocol: number;
   schemaVersion: number;
   pid: number;
-  /** The real path of the database this daemon serves, so a client can check it found the right one. */
+  /**
+   * The real path of the database this daemon serves, or a PostgreSQL database's URL without its
+   * password, so a client can check it found the right one.
+   */
   database: string;
+  /** Which database the daemon serves (absent from daemons before PostgreSQL: "sqlite"). */
+  engine?: Engine;
   /** True when the file was made by a newer Hermes: it is served read-only and every write fails with SCHEMA. */
   readOnly: boolean;
   /** The file's own schema version (above `schemaVersion` when `readOnly`). */
@@ -45,7 +51,9 @@ export interface ReaderStats {
 export interface DaemonStats {
   pid: number;
   version: string;
+  /** The database file, or a PostgreSQL database's URL without its password. */
   database: string;
+  engine: Engine;
   socket: string;
   /** True when a newer Hermes made the file: served read-only (writes fail with SCHEMA). */
   readOnly: boolean;

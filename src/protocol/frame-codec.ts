@@ -6,10 +6,18 @@
  */
 import { Packr, Unpackr } from "msgpackr";
 import { SessionDBError } from "../errors.js";
+import { BodyPool } from "./body-pool.js";
 
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** Deepest nesting of arrays and maps a client may send. */
 export const MAX_DEPTH = 64;
+/**
+ * Most values (each array, map, key and scalar counts one) a client may send in one frame. Decoded,
+ * a value costs tens of bytes however small its encoding (an empty map is one byte): a 16 MiB
+ * frame of 16.7 million empty maps would take over a GiB and seconds to build. Real requests hold
+ * far fewer values than bytes.
+ */
+export const MAX_ELEMENTS = 1_000_000;
 /** The length prefix of every frame, in bytes. */
 export const HEADER_BYTES = 4;
 
@@ -73,8 +81,12 @@ export function checkPlainMessagePack(buf: Uint8Array): void {
     need(n);
     pos += n;
   };
+  let elements = 0;
   const open = (count: number, map: boolean) => {
     if (remaining.length > MAX_DEPTH) throw protocolError(`nesting deeper than ${MAX_DEPTH} levels`);
+    // Every value takes at least one byte: a count the rest of the frame cannot hold is a lie.
+    if ((map ? count * 2 : count) > buf.length - pos) throw protocolError("truncated MessagePack value");
+    if (elements + (map ? count * 2 : count) > MAX_ELEMENTS) throw protocolError(`more than ${MAX_ELEMENTS} values in one frame`);
     remaining.push(map ? count * 2 : count);
     isMap.push(map);
     keyNext.push(map);
@@ -88,6 +100,7 @@ export function checkPlainMessagePack(buf: Uint8Array): void {
       continue;
     }
     remaining[level]! -= 1;
+    if (++elements > MAX_ELEMENTS) throw protocolError(`more than ${MAX_ELEMENTS} values in one frame`);
     const expectKey = isMap[level]! && keyNext[level]!;
     if (isMap[level]) keyNext[level] = !keyNext[level];
     need(1);
@@ -145,44 +158,107 @@ export function decodeBody(body: Uint8Array, trusted = false): unknown {
  */
 export class FrameDecoder {
   readonly #maxFrameBytes: number;
-  #chunks: Buffer[] = [];
-  /** Bytes held for a frame not yet complete. */
-  #buffered = 0;
-  #expected = -1;
+  /** The length prefix being read, and how many of its bytes have come. */
+  readonly #header = Buffer.alloc(HEADER_BYTES);
+  #headerFill = 0;
+  /** The announced length of the body being received (0: its header has not come). */
+  #length = 0;
+  /** The body being received, allocated once at its announced length… */
+  #body: Buffer | null = null;
+  #bodyFill = 0;
+  /** …or, with a pool, its first bytes until the owner lets it `allocate()`. */
+  #prefix: Buffer[] = [];
+  #prefixFill = 0;
+  readonly #pool: BodyPool | null;
 
-  constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES) {
+  /**
+   * `pool`: large bodies are taken from it only when the owner calls `allocate()` (a connection
+   * waiting for room in the daemon's budget holds just the bytes it has read), and the one being
+   * received goes back to it on `reset()`.
+   */
+  constructor(maxFrameBytes = DEFAULT_MAX_FRAME_BYTES, pool: BodyPool | null = null) {
     this.#maxFrameBytes = maxFrameBytes;
+    this.#pool = pool;
   }
 
-  push(chunk: Buffer, borrowed = false): Buffer[] {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
+  /** Bytes received of a frame not yet complete. */
+  get buffered(): number {
+    return this.#headerFill + this.#bodyFill + this.#prefixFill;
+  }
+
+  /** The length the frame being received announced, or 0 when no frame has its header read. */
+  get announced(): number {
+    return this.#length;
+  }
+
+  push(chunk: Buffer): Buffer[] {
     const bodies: Buffer[] = [];
-    for (;;) {
-      if (this.#expected < 0) {
-        if (this.#buffered < HEADER_BYTES) break;
-        const length = this.#take(HEADER_BYTES).readUInt32BE(0);
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.#length === 0) {
+        const n = Math.min(HEADER_BYTES - this.#headerFill, chunk.length - at);
+        chunk.copy(this.#header, this.#headerFill, at, at + n);
+        this.#headerFill += n;
+        at += n;
+        if (this.#headerFill < HEADER_BYTES) break;
+        this.#headerFill = 0;
+        const length = this.#header.readUInt32BE(0);
         if (length === 0) throw protocolError("empty frame");
         if (length > this.#maxFrameBytes) {
           throw new SessionDBError("FRAME_TOO_LARGE", `frame of ${length} bytes exceeds the limit of ${this.#maxFrameBytes}`);
         }
-        this.#expected = length;
+        if (chunk.length - at >= length) {
+          // Whole in this chunk: a view of it, no copy (a borrowed chunk's views are used before it is reused).
+          bodies.push(chunk.subarray(at, at + length));
+          at += length;
+          continue;
+        }
+        this.#length = length;
+        // Spread over several reads: one buffer of the announced length, filled as the bytes come,
+        // instead of a list of reads joined (copied) at the end.
+        if (this.#pool === null || length < BodyPool.MIN_BYTES) this.allocate();
       }
-      if (this.#buffered < this.#expected) break;
-      bodies.push(this.#take(this.#expected));
-      this.#expected = -1;
+      const n = Math.min(this.#length - this.#bodyFill - this.#prefixFill, chunk.length - at);
+      if (this.#body !== null) {
+        chunk.copy(this.#body, this.#bodyFill, at, at + n);
+        this.#bodyFill += n;
+      } else {
+        this.#prefix.push(Buffer.from(chunk.subarray(at, at + n)));
+        this.#prefixFill += n;
+      }
+      at += n;
+      if (this.#bodyFill + this.#prefixFill === this.#length) {
+        bodies.push(this.#body ?? Buffer.concat(this.#prefix));
+        this.#clear();
+      }
     }
-    const last = this.#chunks.length - 1;
-    if (borrowed && last >= 0 && this.#chunks[last]!.buffer === chunk.buffer) this.#chunks[last] = Buffer.from(this.#chunks[last]!);
     return bodies;
   }
 
-  #take(n: number): Buffer {
-    const joined = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#buffered);
-    const taken = joined.subarray(0, n);
-    const rest = joined.subarray(n);
-    this.#chunks = rest.length > 0 ? [rest] : [];
-    this.#buffered = rest.length;
-    return taken;
+  /** Allocates the body being received at its full length (a no-op when it is). */
+  allocate(): void {
+    if (this.#length === 0 || this.#body !== null) return;
+    this.#body = this.#pool?.take(this.#length) ?? Buffer.allocUnsafe(this.#length);
+    for (const part of this.#prefix) {
+      part.copy(this.#body, this.#bodyFill);
+      this.#bodyFill += part.length;
+    }
+    this.#prefix = [];
+    this.#prefixFill = 0;
+  }
+
+  /** Drops a frame being received (its connection is closing). */
+  reset(): void {
+    if (this.#body !== null) this.#pool?.give(this.#body);
+    this.#clear();
+    this.#headerFill = 0;
+  }
+
+  #clear(): void {
+    this.#length = 0;
+    this.#body = null;
+    this.#bodyFill = 0;
+    this.#prefix = [];
+    this.#prefixFill = 0;
   }
 }

@@ -9,8 +9,13 @@ export interface Request {
   id: number;
   op: OpName | ControlOp;
   args: unknown[];
-  /** Optional: how long the client will wait; a write not started by then is never applied. */
+  /** Optional: how long the client will wait, from when the daemon reads the request; a write
+   *  not started by then is never applied. */
   timeoutMs?: number;
+  /** Optional: the same deadline in ms since the epoch (client and daemon share the host's
+   *  clock). The earlier of the two counts, so a request that waited in a stalled daemon's socket
+   *  buffer past the client's deadline is not started when the daemon wakes. */
+  deadlineEpochMs?: number;
 }
 
 export type Response =
@@ -35,7 +40,7 @@ export function parseRequest(value: unknown): Request {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new SessionDBError("PROTOCOL", "a request must be a map with id, op and args");
   }
-  const { id, op, args, timeoutMs } = value as Record<string, unknown>;
+  const { id, op, args, timeoutMs, deadlineEpochMs } = value as Record<string, unknown>;
   if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
     throw new SessionDBError("PROTOCOL", "request id must be an unsigned 32-bit integer");
   }
@@ -48,5 +53,14 @@ export function parseRequest(value: unknown): Request {
   if (timeoutMs !== undefined && timeoutMs !== null && (typeof timeoutMs !== "number" || !(timeoutMs > 0))) {
     throw new SessionDBError("PROTOCOL", "request timeoutMs must be a positive number");
   }
-  return { id, op, args: (args as unknown[] | null | undefined) ?? [], ...(typeof timeoutMs === "number" ? { timeoutMs } : {}) };
+  if (deadlineEpochMs !== undefined && deadlineEpochMs !== null && (typeof deadlineEpochMs !== "number" || !(deadlineEpochMs > 0))) {
+    throw new SessionDBError("PROTOCOL", "request deadlineEpochMs must be a positive number");
+  }
+  return {
+    id,
+    op,
+    args: (args as unknown[] | null | undefined) ?? [],
+    ...(typeof timeoutMs === "number" ? { timeoutMs } : {}),
+    ...(typeof deadlineEpochMs === "number" ? { deadlineEpochMs } : {}),
+  };
 }

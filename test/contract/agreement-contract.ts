@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { isPostgresUrl } from "../../src/pg/pg-url.js";
 import type { SessionExport } from "../../src/index.js";
 import { lastJsonLine, runToSuccess, sourceFixture, spawnPython } from "../helpers/processes.js";
 import { rawAll, rawGet } from "../helpers/raw-db.js";
@@ -23,12 +24,20 @@ const MESSAGE_TEXT = [
   "codex_reasoning_items",
 ];
 
-/** Every text column of every row, as the bytes SQLite holds, decoded strictly as UTF-8. */
+/**
+ * Every text column of every row, as the bytes SQLite holds, decoded strictly as UTF-8. A
+ * PostgreSQL database in UTF8 holds nothing else (the server refuses invalid text): its texts
+ * are read as they are.
+ */
 function assertAllUtf8(path: string): string[] {
   const decoder = new TextDecoder("utf-8", { fatal: true });
   const texts: string[] = [];
   for (const [table, columns] of [["sessions", SESSION_TEXT], ["messages", MESSAGE_TEXT]] as const) {
     for (const column of columns) {
+      if (isPostgresUrl(path)) {
+        for (const row of rawAll<{ text: string | null }>(path, `SELECT ${column}::text AS text FROM ${table}`)) if (row.text !== null) texts.push(row.text);
+        continue;
+      }
       for (const row of rawAll<{ b: Uint8Array | null }>(path, `SELECT CAST(${column} AS BLOB) AS b FROM ${table}`)) {
         if (row.b === null) continue;
         assert.doesNotThrow(() => texts.push(decoder.decode(row.b!)), `${table}.${column} holds UTF-8`);
@@ -69,6 +78,8 @@ export function agreementContract(open: Opener): void {
       assert.equal((await db.getMessages(`imp-${MENDED}`))[0]?.content, `${MENDED} needle`);
       assert.equal((await db.searchMessages("needle")).length, 2);
 
+      // The reference Python reads a SQLite file.
+      if (isPostgresUrl(path)) return;
       const python = lastJsonLine<{ sessions: number; messages: number; hits: number; contents: string[] }>(
         await runToSuccess(spawnPython(sourceFixture("read_text.py"), [path, "needle"])),
       );

@@ -8,6 +8,7 @@
  */
 import { describe } from "node:test";
 import type { SessionDB } from "../../src/index.js";
+import { engineDifferencesContract } from "./engine-differences-contract.js";
 import { agreementContract } from "./agreement-contract.js";
 import { exportContract } from "./export-contract.js";
 import { importContract } from "./import-contract.js";
@@ -32,6 +33,7 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     importContract(open);
     removalContract(open);
     lifecycleContract(open);
+    engineDifferencesContract(open);
     agreementContract(open);
   });
 }

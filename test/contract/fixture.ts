@@ -9,12 +9,15 @@ import { SessionDBError, type ErrorCode, type SessionDB } from "../../src/index.
 import { rawUpdate } from "../helpers/raw-db.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
-/** Opens the implementation under test on a database file. */
-export type Opener = (dbPath: string) => Promise<SessionDB>;
+/**
+ * Opens the implementation under test on a database. `location`, when given, makes each test's
+ * database (a fresh PostgreSQL database's URL); else it is a new file in the test's temp dir.
+ */
+export type Opener = ((dbPath: string) => Promise<SessionDB>) & { location?: (t: TestContext) => string };
 
 export interface Fixture {
   readonly db: SessionDB;
-  /** The database file, for raw connections. */
+  /** The database file (or URL), for raw connections. */
   readonly path: string;
 }
 
@@ -22,7 +25,7 @@ export interface Fixture {
 export async function fresh(t: TestContext, open: Opener): Promise<Fixture> {
   let db: SessionDB | undefined;
   t.after(() => db?.close()); // registered first, so the handle closes before the dir goes
-  const dbPath = path.join(tempDir(t), "state.db");
+  const dbPath = open.location?.(t) ?? path.join(tempDir(t), "state.db");
   db = await open(dbPath);
   return { db, path: dbPath };
 }

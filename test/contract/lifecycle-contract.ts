@@ -5,7 +5,7 @@ import type { SessionDB, SessionExport } from "../../src/index.js";
 import { rawAll, rawGet } from "../helpers/raw-db.js";
 import { drain, expectCode, fresh, type Opener } from "./fixture.js";
 
-type MethodName = Exclude<keyof SessionDB, "mode" | "files" | "daemon" | "close">;
+type MethodName = Exclude<keyof SessionDB, "mode" | "engine" | "files" | "daemon" | "close">;
 
 /** A session as `exportAll` gives it, for the one call that takes a whole export. */
 const EXPORTED: SessionExport = {

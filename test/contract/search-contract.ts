@@ -1,6 +1,7 @@
 /** Full-text search: the sanitizer, FTS5, filters, context and the CJK fallback (SPEC §3.1). */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { isPostgresUrl } from "../../src/pg/pg-url.js";
 import { containsCjk, MAX_NAME_LENGTH, sanitizeFtsQuery, type SearchHit, type SessionDB } from "../../src/index.js";
 import { rawRun, rawWrite } from "../helpers/raw-db.js";
 import { fresh, setMessage, setSession, T0, type Opener } from "./fixture.js";
@@ -343,6 +344,12 @@ export function searchContract(open: Opener): void {
 
     test("the CJK fallback sees messages another process wrote or deleted, even at a reused id", async (t) => {
       const { db, path } = await fresh(t, open);
+      if (isPostgresUrl(path)) {
+        // PostgreSQL's pg_trgm index is part of the messages table, kept by the server on every
+        // write: there is no index of ours to fall behind another writer (and no NULL id to insert).
+        t.skip("the CJK index kept by catch-up is SQLite's");
+        return;
+      }
       await db.createSession("s", "cli");
       const sorted = (...list: number[]) => list.sort((x, y) => x - y);
       const own = await db.appendMessage("s", { role: "user", content: "自己写的数据库笔记" });

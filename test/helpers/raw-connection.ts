@@ -73,6 +73,11 @@ export class RawConnection {
     this.#socket.write(Buffer.concat(requests.map((r) => encodeFrame(r))));
   }
 
+  /** Half-closes the connection: the test sends nothing more, and replies still come. */
+  endWrites(): void {
+    this.#socket.end();
+  }
+
   /** The next reply frame; fails if the connection closes or nothing comes in time. */
   async next(): Promise<Reply> {
     const until = Date.now() + REPLY_LIMIT_MS;

@@ -1,10 +1,12 @@
 /**
  * A second, raw connection to a database file, as another process would open it. Tests use it
  * to set times (ordering, prune ages, compression chains), to plant damaged rows and to
- * bulk-insert. Every call opens its own connection and closes it, so nothing is left open and
+ * bulk-insert. A PostgreSQL URL is reached through psql instead (./raw-pg.ts). Every call opens its own connection and closes it, so nothing is left open and
  * the store under test (direct or daemon) sees the change as it would any other writer's.
  */
 import Database from "better-sqlite3";
+import { isPostgresUrl } from "../../src/pg/pg-url.js";
+import { pgAll, pgRun, pgWrite, type PgRawWriter } from "./raw-pg.js";
 
 type Raw = Database.Database;
 type Params = unknown[];
@@ -19,6 +21,8 @@ function openRaw(path: string): Raw {
 
 /** Runs `fn` in `BEGIN IMMEDIATE … COMMIT` on a fresh connection, then closes it. */
 export function rawWrite<T>(path: string, fn: (db: Raw) => T): T {
+  // The PostgreSQL writer has the part of the interface the tests use (prepare/run, exec).
+  if (isPostgresUrl(path)) return pgWrite(path, fn as unknown as (db: PgRawWriter) => T);
   const db = openRaw(path);
   try {
     db.exec("BEGIN IMMEDIATE");
@@ -37,10 +41,12 @@ export function rawWrite<T>(path: string, fn: (db: Raw) => T): T {
 
 /** One write statement; returns the number of rows it changed. */
 export function rawRun(path: string, sql: string, ...params: Params): number {
+  if (isPostgresUrl(path)) return pgRun(path, sql, params);
   return rawWrite(path, (db) => db.prepare(sql).run(...params).changes);
 }
 
 export function rawAll<T = Record<string, unknown>>(path: string, sql: string, ...params: Params): T[] {
+  if (isPostgresUrl(path)) return pgAll<T>(path, sql, params);
   const db = openRaw(path);
   try {
     return db.prepare(sql).all(...params) as T[];

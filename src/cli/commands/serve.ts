@@ -5,6 +5,16 @@ import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
 
+interface ServeFlags {
+  socket?: string;
+  readers?: number;
+  synchronous: "FULL" | "NORMAL";
+  walLimitMb: number;
+  frameTimeout: number;
+  clientIdleTimeout: number;
+  idleExit?: number;
+}
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
@@ -13,8 +23,10 @@ export function registerServe(program: Command): void {
     .option("--readers <n>", "reader threads (default: the number of cores, 2 to 8)", positiveInt)
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
+    .option("--frame-timeout <s>", "close a connection that leaves a frame incomplete this long", positiveInt, 30)
+    .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
     .option("--idle-exit <seconds>", "stop cleanly after this long with no client connected (default: never)", positiveSeconds)
-    .action(async (opts: { socket?: string; readers?: number; synchronous: "FULL" | "NORMAL"; walLimitMb: number; idleExit?: number }, command: Command) => {
+    .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
       const { db } = globals;
       const files = filesOf(globals);
@@ -30,6 +42,8 @@ export function registerServe(program: Command): void {
         ...(opts.readers !== undefined ? { readers: opts.readers } : {}),
         synchronous: opts.synchronous,
         walLimitBytes: opts.walLimitMb * 1024 * 1024,
+        frameTimeoutMs: opts.frameTimeout * 1000,
+        idleConnectionTimeoutMs: opts.clientIdleTimeout * 1000,
         ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });

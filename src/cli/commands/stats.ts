@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import type { Command } from "commander";
+import { databaseIdentity } from "../../socket-path.js";
 import type { DaemonStats } from "../../protocol/control.js";
 import type { SourceCount } from "../../session-db.js";
 import { duration, oneLine, plural, size } from "../format.js";
@@ -33,7 +34,7 @@ export function registerStats(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       await withStore(command, { mustExist: true }, async ({ db, daemon, path }, out) => {
         const report: StatsReport = {
-          database: path,
+          database: databaseIdentity(path),
           fileBytes: fileSize(path),
           walBytes: fileSize(db.files.wal),
           sessions: await db.sessionCount(),

@@ -2,13 +2,19 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
+import { isPostgresUrl } from "../../pg/pg-url.js";
+import type { Engine } from "../../session-db.js";
 import { duration, plural, size } from "../format.js";
 import { daemonOrRefusal, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
 export interface StatusReport {
+  /** The database file, or a PostgreSQL database's URL without its password. */
   database: string;
+  /** Which database serves it: a SQLite file, or PostgreSQL (a `postgres://` URL). */
+  engine: Engine;
+  /** Whether the file exists; a PostgreSQL database is the server's, so always true. */
   exists: boolean;
   socket: string;
   /** The daemon's `stats`, or null when no daemon answers for the file. */
@@ -26,6 +32,7 @@ export function registerStatus(program: Command): void {
     .action(async (_opts: unknown, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
+      // `db`: the real path of a file, or a PostgreSQL URL without its password.
       const { db: path, socket } = filesOf(globals);
       const { store: client, refused } = await daemonOrRefusal(globals);
       let daemon: DaemonStats | null = null;
@@ -35,16 +42,21 @@ export function registerStatus(program: Command): void {
         await client?.db.close();
       }
       const report: StatusReport = {
-        database: path, exists: existsSync(path), socket, daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
+        database: path,
+        engine: isPostgresUrl(path) ? "postgres" : "sqlite",
+        exists: isPostgresUrl(path) || existsSync(path),
+        socket,
+        daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
       };
       out.result(report, () => printStatus(out, report, globals.direct === true));
-      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${path}`);
+      if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${report.database}`);
     });
 }
 
 function printStatus(out: Output, r: StatusReport, direct: boolean): void {
   const { c } = out;
   out.line(`${c.bold("database")}  ${r.database}${r.exists ? "" : c.dim(" (does not exist yet)")}`);
+  out.line(`${c.bold("engine")}    ${r.engine === "postgres" ? "PostgreSQL" : "SQLite"}`);
   if (r.daemon === null && r.refused !== null) {
     out.line(`${c.bold("daemon")}    ${c.yellow("not this user's")}: ${r.refused}`);
   } else if (r.daemon === null) {
@@ -53,7 +65,8 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
     const d = r.daemon;
     out.line(
       `${c.bold("daemon")}    ${c.green("serving")}: pid ${d.pid}, version ${d.version}, up ${duration(d.uptimeS)}, ` +
-        `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued, WAL ${size(d.walBytes)}`,
+        `${plural(d.clients, "client")} (this one included), ${d.queueDepth} queued` +
+        (r.engine === "sqlite" ? `, WAL ${size(d.walBytes)}` : ""),
     );
     out.line(`${c.bold("socket")}    ${d.socket}`);
     if (d.readOnly) {

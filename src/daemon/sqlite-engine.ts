@@ -1,0 +1,45 @@
+import type { FileIdentity } from "../file-identity.js";
+import type { DaemonEngine } from "./daemon-engine.js";
+import type { ResolvedDaemonOptions } from "./daemon-options.js";
+import { ReaderPool } from "./reader-pool.js";
+import { WalGuard } from "./wal-guard.js";
+import { WriterClient } from "./writer-client.js";
+import { SCHEMA_VERSION } from "../engine/schema.js";
+import { newerSchemaError } from "../engine/database-file.js";
+
+/** The SQLite engine of the daemon: the writer thread, the reader threads, and the WAL guard. */
+export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identity: FileIdentity): Promise<DaemonEngine> {
+  const writer = await WriterClient.start({
+    path: resolved.path,
+    identity,
+    synchronous: resolved.synchronous,
+    maxBatch: resolved.maxBatch,
+    maxBatchMs: resolved.maxBatchMs,
+    yieldEveryMs: resolved.yieldEveryMs,
+    yieldMs: resolved.yieldMs,
+    walLimitBytes: resolved.walLimitBytes,
+    idleCheckpointMs: resolved.idleCheckpointMs,
+    faultInjection: resolved.faultInjection,
+  }, resolved.log);
+  try {
+    const readers = new ReaderPool(resolved.readers, {
+      path: resolved.path,
+      busyTimeoutMs: resolved.readerBusyTimeoutMs,
+      faultInjection: resolved.faultInjection,
+    }, resolved.log);
+    const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, resolved.log);
+    return {
+      engine: "sqlite",
+      writer,
+      readers,
+      stopHousekeeping: () => walGuard.stop(),
+      readOnly: writer.newerVersion !== null,
+      fileSchemaVersion: writer.newerVersion ?? SCHEMA_VERSION,
+      readOnlyError: (op) => newerSchemaError(resolved.path, writer.newerVersion ?? SCHEMA_VERSION, op),
+      description: `${resolved.readers} readers, synchronous=${resolved.synchronous}`,
+    };
+  } catch (err) {
+    await writer.close();
+    throw err;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The only module that imports node-postgres. The engine is written against `PgQueryable`, a
+ * structural subset that a pooled client and a pool both have (as the SQLite engine is written
+ * against `Connection`).
+ */
+import pg from "pg";
+
+export interface PgResult {
+  rows: Array<Record<string, unknown>>;
+  rowCount: number | null;
+}
+
+/** What the engine needs of a connection: a query with positional (`$1`) parameters. */
+export interface PgQueryable {
+  query(text: string, values?: readonly unknown[]): Promise<PgResult>;
+}
+
+/** A connection taken from a pool for a transaction; given back with `release`. */
+export interface PgClient extends PgQueryable {
+  release(destroy?: boolean | Error): void;
+}
+
+export interface PgPool extends PgQueryable {
+  connect(): Promise<PgClient>;
+  end(): Promise<void>;
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+}
+
+const INT8_OID = 20;
+
+/**
+ * Counts (`COUNT(*)`, bigint ids and counters) come back as JavaScript numbers, like SQLite's:
+ * node-postgres would give strings. Every value the store writes is a safe integer.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+};
+
+export interface PgPoolOptions {
+  /** Connections at most. */
+  max: number;
+  /** Shown in pg_stat_activity. */
+  applicationName: string;
+}
+
+/** A pool of connections to the database at `url` (PG* variables fill what the URL leaves out). */
+export function openPgPool(url: string, options: PgPoolOptions): PgPool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    application_name: options.applicationName,
+    types,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle connection the server drops (restart, admin) must not take the process down.
+  pool.on("error", () => undefined);
+  return pool as unknown as PgPool;
+}

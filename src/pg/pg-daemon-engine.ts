@@ -1,0 +1,38 @@
+import type { DaemonEngine } from "../daemon/daemon-engine.js";
+import type { ResolvedDaemonOptions } from "../daemon/daemon-options.js";
+import { DEFAULT_RETRY } from "../engine/transaction.js";
+import { openPgPool } from "./pg-connection.js";
+import { toPgSessionDBError } from "./pg-errors.js";
+import { openPgDatabase } from "./pg-open.js";
+import { PgReaders } from "./pg-readers.js";
+import { PgWriter } from "./pg-writer.js";
+import { readOnly } from "./pg-store.js";
+import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
+
+/**
+ * The daemon's PostgreSQL engine: one writer connection (group commit) and `readers` reader
+ * connections. Nothing here assumes the daemon is alone on the database: counters are updated in
+ * SQL, titles are unique by the database's index, conflicts are retried.
+ */
+export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<DaemonEngine> {
+  const writerPool = openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer" });
+  const readerPool = openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
+  try {
+    const writable = await openPgDatabase(writerPool);
+    const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);
+    return {
+      engine: "postgres",
+      writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable }),
+      readers: new PgReaders(readerPool, resolved.readers),
+      stopHousekeeping: () => undefined,
+      readOnly: !writable,
+      fileSchemaVersion,
+      readOnlyError: () => readOnly(),
+      description: `PostgreSQL, ${resolved.readers} reader connections`,
+    };
+  } catch (err) {
+    await writerPool.end().catch(() => undefined);
+    await readerPool.end().catch(() => undefined);
+    throw toPgSessionDBError(err);
+  }
+}

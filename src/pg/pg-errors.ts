@@ -1,0 +1,47 @@
+/** PostgreSQL's errors as `SessionDBError`s, mapped here once (SQLSTATE classes, then Node's). */
+import { SessionDBError, toSessionDBError } from "../errors.js";
+
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** Serialization failure and deadlock: the transaction did nothing and may simply run again. */
+export function isRetryablePgError(err: unknown): boolean {
+  const state = sqlState(err);
+  return state === "40001" || state === "40P01";
+}
+
+/** The connection went away (server restart, network): nothing of an open transaction was committed. */
+export function isConnectionError(err: unknown): boolean {
+  const state = sqlState(err);
+  if (state !== undefined) return state.startsWith("08") || state === "57P01" || state === "57P02" || state === "57P03";
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = err instanceof Error ? err.message : "";
+  return (
+    code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ENOENT" || code === "EPIPE" || code === "ETIMEDOUT" ||
+    /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)
+  );
+}
+
+export function toPgSessionDBError(err: unknown): SessionDBError {
+  if (err instanceof SessionDBError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const state = sqlState(err);
+  if (state === undefined) {
+    if (isConnectionError(err)) return new SessionDBError("UNAVAILABLE", `PostgreSQL is unreachable: ${message}`, { cause: err });
+    return toSessionDBError(err);
+  }
+  const cls = state.slice(0, 2);
+  if (cls === "23") return new SessionDBError("CONSTRAINT", message, { cause: err });
+  if (state === "22021" || state === "22P05") {
+    return new SessionDBError("INVALID_ARGUMENT", `PostgreSQL cannot store this text (U+0000 is not allowed): ${message}`, { cause: err });
+  }
+  if (cls === "22") return new SessionDBError("INVALID_ARGUMENT", message, { cause: err });
+  if (cls === "40" || state === "55P03" || state === "57014") return new SessionDBError("BUSY", message, { cause: err });
+  if (cls === "53") return new SessionDBError("IO", `PostgreSQL is out of resources: ${message}`, { cause: err });
+  if (cls === "28" || cls === "3D" || state === "42501") return new SessionDBError("IO", `PostgreSQL refused: ${message}`, { cause: err });
+  if (cls === "08" || cls === "57") return new SessionDBError("UNAVAILABLE", `PostgreSQL is unreachable: ${message}`, { cause: err });
+  if (cls === "XX") return new SessionDBError("CORRUPT", message, { cause: err });
+  return new SessionDBError("INTERNAL", message, { cause: err });
+}

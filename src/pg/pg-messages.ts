@@ -1,0 +1,133 @@
+/** Messages, the rich listing, compression chains and per-source counts on PostgreSQL (SPEC §3). */
+import { now } from "../engine/connection.js";
+import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../engine/rows.js";
+import { PROJECTED, preview } from "../engine/listing.js";
+import { toConversation, type StoredConversationRow } from "../engine/messages.js";
+import type { MessageRow, RichSessionRow, SourceCount } from "../session-db.js";
+import type { PgQueryable } from "./pg-connection.js";
+import { list, one, rows, type PgRunners } from "./pg-operation.js";
+
+export async function messagesOf(db: PgQueryable, sessionId: string): Promise<MessageRow[]> {
+  const stored = await rows<Parameters<typeof decodeMessage>[0]>(
+    db,
+    `SELECT ${MESSAGE_SELECT} FROM messages m WHERE m.session_id = $1 ORDER BY m.timestamp, m.id`,
+    [sessionId],
+  );
+  return stored.map(decodeMessage);
+}
+
+const MAX_CHAIN_HOPS = 100;
+
+/** As engine/listing.ts: follow 'compression' ends to the newest child started after the end. */
+async function compressionTip(db: PgQueryable, id: string): Promise<string> {
+  let current = id;
+  for (let hop = 0; hop < MAX_CHAIN_HOPS; hop++) {
+    const row = await one<{ end_reason: string | null; ended_at: number | null }>(
+      db, "SELECT end_reason, ended_at FROM sessions WHERE id = $1", [current],
+    );
+    if (row === undefined || row.end_reason !== "compression" || row.ended_at === null) break;
+    const child = await one<{ id: string }>(
+      db,
+      "SELECT id FROM sessions WHERE parent_session_id = $1 AND started_at >= $2 ORDER BY started_at DESC LIMIT 1",
+      [current, row.ended_at],
+    );
+    if (child === undefined) break;
+    current = child.id;
+  }
+  return current;
+}
+
+const RICH_SELECT = `SELECT ${SESSION_SELECT},
+  COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) AS last_active,
+  COALESCE((SELECT substr(replace(replace(m.content, chr(10), ' '), chr(13), ' '), 1, 63) FROM messages m
+            WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL
+            ORDER BY m.timestamp, m.id LIMIT 1), '') AS preview
+  FROM sessions s`;
+
+const LIST_SQL = `${RICH_SELECT}
+  WHERE ($1::boolean OR s.parent_session_id IS NULL)
+    AND ($2::text IS NULL OR s.source = $2)
+    AND ($3::text[] IS NULL OR NOT (s.source = ANY($3)))
+  ORDER BY s.started_at DESC LIMIT $4 OFFSET $5`;
+
+function finish(row: RichSessionRow): RichSessionRow {
+  row.preview = preview(row.preview);
+  return row;
+}
+
+async function project(db: PgQueryable, root: RichSessionRow): Promise<RichSessionRow> {
+  if (root.end_reason !== "compression") return root;
+  const tipId = await compressionTip(db, root.id);
+  if (tipId === root.id) return root;
+  const tip = await one<RichSessionRow>(db, `${RICH_SELECT} WHERE s.id = $1`, [tipId]);
+  if (tip === undefined) return root;
+  const projected: Record<string, unknown> = { ...root };
+  for (const key of PROJECTED) projected[key] = key === "preview" ? preview(tip.preview) : tip[key];
+  projected._lineage_root_id = root.id;
+  return projected as unknown as RichSessionRow;
+}
+
+export const messageRunners = {
+  async appendMessage(db, p) {
+    // One statement, one round trip: the insert and the counters (a missing session fails the
+    // insert's foreign key, so nothing is counted).
+    const inserted = await one<{ id: number }>(
+      db,
+      `WITH inserted AS (
+         INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
+           token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id),
+       counted AS (
+         UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + $13 WHERE id = $1)
+       SELECT id FROM inserted`,
+      [
+        p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCount,
+        p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems, p.toolCallIncrement,
+      ],
+    );
+    return inserted!.id;
+  },
+
+  getMessages: (db, p) => messagesOf(db, p.sessionId),
+
+  async getMessagesAsConversation(db, p) {
+    const stored = await rows<StoredConversationRow>(
+      db,
+      `SELECT role, content, tool_call_id, tool_name, tool_calls, reasoning, reasoning_details, codex_reasoning_items
+       FROM messages WHERE session_id = $1 ORDER BY timestamp, id`,
+      [p.sessionId],
+    );
+    return stored.map(toConversation);
+  },
+
+  async clearMessages(db, p) {
+    await db.query("DELETE FROM messages WHERE session_id = $1", [p.sessionId]);
+    await db.query("UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = $1", [p.sessionId]);
+  },
+
+  async messageCount(db, p) {
+    const row = await one<{ n: number }>(db, "SELECT COUNT(*) AS n FROM messages WHERE ($1::text IS NULL OR session_id = $1)", [p.sessionId]);
+    return row?.n ?? 0;
+  },
+
+  getCompressionTip: (db, p) => compressionTip(db, p.id),
+
+  async listSessionsRich(db, p) {
+    const listed = (
+      await rows<RichSessionRow>(db, LIST_SQL, [p.children === 1, p.source, list(p.excluded), p.limit, p.offset])
+    ).map(finish);
+    if (!p.project) return listed;
+    const projected: RichSessionRow[] = [];
+    for (const row of listed) projected.push(await project(db, row));
+    return projected;
+  },
+
+  sourceCounts: (db) =>
+    // Messages are counted, not summed from message_count: the counter is the agent's, the rows are the truth.
+    rows<SourceCount>(
+      db,
+      `SELECT s.source AS source, COUNT(*) AS sessions,
+         COALESCE(SUM((SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)), 0)::bigint AS messages
+       FROM sessions s GROUP BY s.source ORDER BY sessions DESC, s.source COLLATE "C"`,
+    ),
+} satisfies Partial<PgRunners>;

@@ -1,0 +1,51 @@
+/**
+ * How the PostgreSQL engine runs an operation of the catalogue: the engine's own argument checks
+ * (`parse`, shared with SQLite so both refuse the same input with the same error), then a
+ * function of ours over a PostgreSQL connection. Writes run inside a transaction owned by the
+ * caller (direct mode, or the daemon's writer with a savepoint per request).
+ */
+import type { OpName, ResultOf } from "../operation-catalogue.js";
+import type { Page } from "../engine/define-operation.js";
+import type { operations } from "../engine/operations.js";
+import type { PgQueryable } from "./pg-connection.js";
+
+/** An operation's checked arguments, as the engine's `parse` gives them. */
+export type ParamsOf<K extends OpName> = ReturnType<(typeof operations)[K]["parse"]>;
+
+type Kind<K extends OpName> = (typeof operations)[K]["kind"];
+
+export type PgRunner<K extends OpName> = Kind<K> extends "stream"
+  ? (db: PgQueryable, params: ParamsOf<K>, cursor: unknown) => Promise<Page<ResultOf<K>, unknown>>
+  : (db: PgQueryable, params: ParamsOf<K>) => Promise<ResultOf<K>>;
+
+export type PgRunners = { [K in OpName]: PgRunner<K> };
+
+/** The rows of a query. */
+export async function rows<T>(db: PgQueryable, text: string, values: readonly unknown[] = []): Promise<T[]> {
+  return (await db.query(text, values)).rows as T[];
+}
+
+/** The first row of a query, or undefined. */
+export async function one<T>(db: PgQueryable, text: string, values: readonly unknown[] = []): Promise<T | undefined> {
+  return (await db.query(text, values)).rows[0] as T | undefined;
+}
+
+/** Rows a write statement changed. */
+export async function changes(db: PgQueryable, text: string, values: readonly unknown[] = []): Promise<number> {
+  return (await db.query(text, values)).rowCount ?? 0;
+}
+
+const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/**
+ * `column LIKE pattern` (backslash escapes) ignoring the case of ASCII letters only, as SQLite's
+ * LIKE does: ILIKE would fold `É` to `é` too.
+ */
+export function likeAsciiCase(column: string, pattern: string): string {
+  return `translate(${column}, '${UPPER}', '${UPPER.toLowerCase()}') LIKE translate(${pattern}, '${UPPER}', '${UPPER.toLowerCase()}')`;
+}
+
+/** A filter list the engine passed as JSON text, as an array for `= ANY($n)` (null: no filter). */
+export function list(json: string | null): string[] | null {
+  return json === null ? null : (JSON.parse(json) as string[]);
+}

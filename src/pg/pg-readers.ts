@@ -1,0 +1,60 @@
+import { SessionDBError } from "../errors.js";
+import type { OpName } from "../operation-catalogue.js";
+import type { ReaderStats } from "../protocol/control.js";
+import type { DaemonReaders } from "../daemon/daemon-engine.js";
+import type { ReadRequester } from "../daemon/reader-pool.js";
+import type { PgPool } from "./pg-connection.js";
+import { toPgSessionDBError } from "./pg-errors.js";
+import { runPgOperation } from "./pg-operations.js";
+
+/** The daemon's readers on PostgreSQL: a pool of connections of their own, beside the writer's. */
+export class PgReaders implements DaemonReaders {
+  readonly #pool: PgPool;
+  readonly #size: number;
+  #inFlight = 0;
+  #completed = 0;
+  #busySince = performance.now();
+  #busyMs = 0;
+
+  constructor(pool: PgPool, size: number) {
+    this.#pool = pool;
+    this.#size = size;
+  }
+
+  async run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
+    // A read whose client has gone, or whose deadline has passed, is not started.
+    if (requester?.gone.aborted === true) throw new SessionDBError("CLOSED", "the client went away before this read started");
+    if (Date.now() >= deadline) throw new SessionDBError("TIMEOUT", `${op} was not started before its deadline`);
+    this.#inFlight++;
+    const started = performance.now();
+    try {
+      return await runPgOperation(this.#pool, op, params, cursor ?? null);
+    } catch (err) {
+      throw toPgSessionDBError(err);
+    } finally {
+      this.#inFlight--;
+      this.#completed++;
+      this.#busyMs += performance.now() - started;
+    }
+  }
+
+  crashDuringNextReads(): void {
+    throw new SessionDBError("INVALID_ARGUMENT", "faultCrashReader kills reader threads; this daemon serves PostgreSQL with reader connections");
+  }
+
+  stats(): ReaderStats {
+    const elapsed = performance.now() - this.#busySince;
+    return {
+      threads: this.#size,
+      utilization: elapsed <= 0 ? 0 : Math.min(1, this.#busyMs / (elapsed * this.#size)),
+      queued: this.#pool.waitingCount,
+      inFlight: this.#inFlight,
+      completed: this.#completed,
+      paused: false,
+    };
+  }
+
+  close(): Promise<void> {
+    return this.#pool.end();
+  }
+}

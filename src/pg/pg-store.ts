@@ -1,0 +1,88 @@
+import { SessionDBError } from "../errors.js";
+import type { ResolvedOptions } from "../options.js";
+import { parseOperation } from "../engine/operations.js";
+import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
+import { parseCall, WriteQueue } from "../direct/write-queue.js";
+import { Store } from "../store.js";
+import { openPgPool, type PgPool } from "./pg-connection.js";
+import { toPgSessionDBError } from "./pg-errors.js";
+import { runPgOperation, runPgPage } from "./pg-operations.js";
+import { openPgDatabase } from "./pg-open.js";
+import { inPgTransaction } from "./pg-transaction.js";
+
+/** Connections of one direct-mode handle: a few reads in parallel beside the writes, which go one at a time. */
+const DIRECT_POOL_SIZE = 4;
+
+/**
+ * Direct mode on a PostgreSQL URL: a small pool of connections in this process. Every write is
+ * one transaction, retried on serialization failure and deadlock; writes from one handle keep
+ * their order; reads run at once on their own connections.
+ */
+export class PgStore extends Store {
+  readonly mode = "direct" as const;
+  readonly engine = "postgres" as const;
+  readonly daemon = null;
+  readonly #options: ResolvedOptions;
+  readonly #pool: PgPool;
+  readonly #writable: boolean;
+  readonly #writes = new WriteQueue();
+  #closed: Promise<void> | null = null;
+
+  private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
+    super(options.files);
+    this.#pool = pool;
+    this.#options = options;
+    this.#writable = writable;
+  }
+
+  /** Connects, and creates or migrates the schema. */
+  static async open(options: ResolvedOptions): Promise<PgStore> {
+    const pool = openPgPool(options.path, { max: DIRECT_POOL_SIZE, applicationName: "sessiondb direct" });
+    try {
+      return new PgStore(pool, options, await openPgDatabase(pool));
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw toPgSessionDBError(err);
+    }
+  }
+
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+    this.#checkOpen();
+    const { kind, params } = parseCall(name, args);
+    // The engine's table returns what the catalogue says this operation returns.
+    if (kind === "read") {
+      return runPgOperation(this.#pool, name, params).then(
+        (result) => result as ResultOf<K>,
+        (err: unknown) => Promise.reject(toPgSessionDBError(err)),
+      );
+    }
+    if (!this.#writable) throw readOnly();
+    return this.#writes.run(
+      async () => (await inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params))) as ResultOf<K>,
+    );
+  }
+
+  protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
+    const params = parseOperation(name, args);
+    let cursor: unknown = null;
+    do {
+      this.#checkOpen();
+      const page = await runPgPage(this.#pool, name, params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+      yield* page.items as Array<ResultOf<K>>;
+      cursor = page.next;
+    } while (cursor !== null);
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#writes.idle().then(() => this.#pool.end());
+    return this.#closed;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed !== null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
+  }
+}
+
+export function readOnly(): SessionDBError {
+  return new SessionDBError("SCHEMA", "this PostgreSQL database was written by a newer sessiondb; it is open read-only");
+}

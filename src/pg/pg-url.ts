@@ -1,0 +1,66 @@
+/**
+ * PostgreSQL locations: a `postgres://` or `postgresql://` URL (libpq's URI forms, with a
+ * Unix-socket directory as `?host=/run/pg` or a percent-encoded host, and the `PG*` environment
+ * variables filling what the URL leaves out, as node-postgres does when it connects).
+ */
+import { userInfo } from "node:os";
+
+/** True for a location that names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(location: string | undefined | null): location is string {
+  return typeof location === "string" && /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** The parts of a URL that name one database: where, as whom, which. */
+export interface PgTarget {
+  host: string;
+  port: number;
+  user: string;
+  database: string;
+}
+
+function decode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+const URL_PARTS = /^postgres(?:ql)?:\/\/(?:([^@/?]*)@)?([^/?]*)(?:\/([^?]*))?(?:\?(.*))?$/is;
+
+export function pgTarget(url: string, env: NodeJS.ProcessEnv = process.env): PgTarget {
+  const [, userInfo = "", hostPort = "", path = "", search = ""] = URL_PARTS.exec(url) ?? [];
+  const query = new URLSearchParams(search);
+  const hostMatch = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(hostPort);
+  const hostInUrl = decode(hostMatch?.[1] ?? "");
+  const user = decode(userInfo.split(":")[0] ?? "") || query.get("user") || env.PGUSER || safeUserName();
+  const port = Number(hostMatch?.[2] || query.get("port") || env.PGPORT || 5432);
+  return {
+    host: hostInUrl || query.get("host") || env.PGHOST || "localhost",
+    port: Number.isFinite(port) ? port : 5432,
+    user,
+    database: decode(path) || query.get("dbname") || env.PGDATABASE || user,
+  };
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "postgres";
+  }
+}
+
+/**
+ * The database's identity: the normalized URL without the password (or any other secret), the
+ * same for every spelling of one database. The daemon's socket path is derived from it, and the
+ * daemon reports it, so a password never reaches a log, a socket name or another client.
+ */
+export function pgIdentity(url: string, env: NodeJS.ProcessEnv = process.env): string {
+  const t = pgTarget(url, env);
+  const user = encodeURIComponent(t.user);
+  const database = encodeURIComponent(t.database);
+  return t.host.startsWith("/")
+    ? `postgresql://${user}@/${database}?host=${encodeURIComponent(t.host)}&port=${t.port}`
+    : `postgresql://${user}@${t.host}:${t.port}/${database}`;
+}

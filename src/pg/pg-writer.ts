@@ -1,0 +1,232 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { SessionDBError } from "../errors.js";
+import { jitterMs, type RetryPolicy } from "../engine/transaction.js";
+import type { WriteOpName } from "../operation-catalogue.js";
+import type { WriterStats } from "../protocol/control.js";
+import type { DaemonWriter } from "../daemon/daemon-engine.js";
+import { commitFigures, Window } from "../daemon/writer-client.js";
+import type { PgClient, PgPool } from "./pg-connection.js";
+import { isConnectionError, isRetryablePgError, toPgSessionDBError } from "./pg-errors.js";
+import { runPgOperation } from "./pg-operations.js";
+import { readOnly } from "./pg-store.js";
+
+interface Job {
+  op: WriteOpName;
+  params: unknown;
+  deadline: number;
+  resolve(result: unknown): void;
+  reject(err: SessionDBError): void;
+}
+
+type Outcome = { ok: true; result: unknown } | { ok: false; error: SessionDBError };
+
+export interface PgWriterOptions {
+  maxBatch: number;
+  retry: RetryPolicy;
+  writable: boolean;
+}
+
+/** Thrown inside a batch to roll it back and run it again (conflict, or the connection dropped before COMMIT). */
+class RunAgain extends Error {}
+
+/**
+ * The daemon's writer on PostgreSQL: everything queued goes into one transaction with a savepoint
+ * per request (a failing request rolls back alone and gets its own error), then one COMMIT, and
+ * only then are the requests answered. A serialization failure or deadlock with another host's
+ * daemon, or a connection lost before COMMIT, rolls the batch back and runs it again: nothing of
+ * it was acknowledged. A connection lost during COMMIT leaves the outcome unknown, and says so.
+ */
+export class PgWriter implements DaemonWriter {
+  readonly #pool: PgPool;
+  readonly #options: PgWriterOptions;
+  #queue: Job[] = [];
+  #inBatch = 0;
+  #draining: Promise<void> | null = null;
+  #closing: Promise<void> | null = null;
+  #crashNext = false;
+  #batches = 0;
+  #writes = 0;
+  #maxBatch = 0;
+  #restarts = 0;
+  readonly #commitMs = new Window();
+  readonly #transactionMs = new Window();
+
+  constructor(pool: PgPool, options: PgWriterOptions) {
+    this.#pool = pool;
+    this.#options = options;
+  }
+
+  get queueDepth(): number {
+    return this.#queue.length + this.#inBatch;
+  }
+
+  write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown> {
+    if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
+    if (!this.#options.writable) return Promise.reject(readOnly());
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ op, params, deadline, resolve, reject });
+      this.#draining ??= this.#drain();
+    });
+  }
+
+  crash(): void {
+    this.#crashNext = true;
+  }
+
+  maxPageCount(): void {
+    throw new SessionDBError("INVALID_ARGUMENT", "faultMaxPageCount caps a SQLite file; this daemon serves PostgreSQL");
+  }
+
+  stats(): WriterStats {
+    return {
+      queueDepth: this.queueDepth,
+      batches: this.#batches,
+      writes: this.#writes,
+      meanBatchSize: this.#batches === 0 ? 0 : this.#writes / this.#batches,
+      maxBatchSize: this.#maxBatch,
+      // lockHeldMs: how long each transaction stayed open, BEGIN to COMMIT (PostgreSQL locks rows, not the database).
+      ...commitFigures(this.#commitMs, this.#transactionMs),
+      checkpoints: { passive: 0, truncate: 0, lastLogFrames: 0 },
+      restarts: this.#restarts,
+    };
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      while (this.#draining !== null) await this.#draining;
+      await this.#pool.end();
+    })();
+    return this.#closing;
+  }
+
+  async #drain(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve)); // everything that arrives in this turn joins the batch
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, this.#options.maxBatch);
+        this.#inBatch = batch.length;
+        await this.#commit(batch);
+        this.#inBatch = 0;
+      }
+    } finally {
+      this.#draining = null;
+    }
+  }
+
+  /** Commits one batch, running it again after a conflict or a lost connection, until each job is answered. */
+  async #commit(batch: Job[]): Promise<void> {
+    let jobs = batch;
+    for (let attempt = 1; ; attempt++) {
+      jobs = answerExpired(jobs);
+      if (jobs.length === 0) return;
+      try {
+        const outcomes = await this.#runBatch(jobs);
+        this.#batches++;
+        this.#writes += jobs.length;
+        this.#maxBatch = Math.max(this.#maxBatch, jobs.length);
+        jobs.forEach((job, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome.ok) job.resolve(outcome.result);
+          else job.reject(outcome.error);
+        });
+        return;
+      } catch (err) {
+        if (!(err instanceof RunAgain)) {
+          const error = toPgSessionDBError(err);
+          for (const job of jobs) job.reject(error);
+          return;
+        }
+        const pause = attempt < this.#options.retry.maxAttempts ? jitterMs(this.#options.retry) : 500;
+        await sleep(pause);
+      }
+    }
+  }
+
+  async #runBatch(jobs: Job[]): Promise<Outcome[]> {
+    let client: PgClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (err) {
+      if (isConnectionError(err)) throw new RunAgain();
+      throw err;
+    }
+    let committing = false;
+    let broken = false;
+    try {
+      const began = performance.now();
+      const outcomes: Outcome[] = [];
+      // A savepoint isolates one request from the others; a request alone needs none (its failure
+      // rolls back the batch, which is itself). Each savepoint statement shares its round trip
+      // with BEGIN or with releasing the previous one: round trips are what a batch costs.
+      if (jobs.length === 1) {
+        await client.query("BEGIN");
+        outcomes.push(await runRequest(client, jobs[0]!, false));
+      } else {
+        await client.query(`BEGIN; SAVEPOINT ${SAVEPOINT}`);
+        for (const [i, job] of jobs.entries()) {
+          if (i > 0) await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`);
+          outcomes.push(await runRequest(client, job, true));
+        }
+      }
+      if (this.#crashNext) {
+        this.#crashNext = false;
+        this.#restarts++;
+        throw new SessionDBError("INTERNAL", "the writer failed before this write was committed (fault injection); it was not applied");
+      }
+      committing = true;
+      const commitStarted = performance.now();
+      await client.query("COMMIT");
+      const done = performance.now();
+      this.#commitMs.add(done - commitStarted);
+      this.#transactionMs.add(done - began);
+      return outcomes;
+    } catch (err) {
+      if (committing && isConnectionError(err)) {
+        broken = true;
+        throw new SessionDBError(
+          "INTERNAL",
+          "the connection to PostgreSQL was lost while committing; this write may or may not have been applied",
+          { cause: err },
+        );
+      }
+      await client.query("ROLLBACK").catch(() => {
+        broken = true;
+      });
+      if (isRetryablePgError(err) || isConnectionError(err)) {
+        broken ||= isConnectionError(err);
+        throw new RunAgain();
+      }
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+const SAVEPOINT = "sessiondb_request";
+
+/**
+ * One request. Inside the savepoint set just before it (`isolated`), its failure is its own: rolled
+ * back to the savepoint, which stays set for the next request. Alone in its batch, its failure
+ * leaves the transaction to roll back at COMMIT. A conflict or lost connection is the batch's.
+ */
+async function runRequest(client: PgClient, job: Job, isolated: boolean): Promise<Outcome> {
+  try {
+    return { ok: true, result: await runPgOperation(client, job.op, job.params) };
+  } catch (err) {
+    if (isRetryablePgError(err) || isConnectionError(err)) throw err;
+    if (isolated) await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
+    return { ok: false, error: toPgSessionDBError(err) };
+  }
+}
+
+/** Jobs whose deadline passed before their transaction began get TIMEOUT (not applied); the rest go on. */
+function answerExpired(jobs: Job[]): Job[] {
+  const now = Date.now();
+  const live: Job[] = [];
+  for (const job of jobs) {
+    if (job.deadline <= now) job.reject(new SessionDBError("TIMEOUT", "the write waited past its deadline and was not applied"));
+    else live.push(job);
+  }
+  return live;
+}

@@ -1,0 +1,160 @@
+/**
+ * Memory per connection is bounded in bytes, not only in requests (SPEC §6): a frame of millions
+ * of tiny values is refused before it is decoded; connections holding partial frames, or
+ * pipelining huge requests, cannot make the daemon hold more than its budget; a frame left
+ * incomplete and an idle connection are closed after their time limits. Good clients keep being
+ * answered throughout, and the library client reconnects by itself after an idle close.
+ */
+import assert from "node:assert/strict";
+import { connect, type Socket } from "node:net";
+import { test, type TestContext } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { SessionDB } from "../../src/index.js";
+import { encodeFrame, HEADER_BYTES } from "../../src/protocol/frame-codec.js";
+import { daemonStats, freshDbPath } from "../helpers/daemon.js";
+import { RawConnection } from "../helpers/raw-connection.js";
+import { CLI, DaemonProcess, waitUntilServing } from "../helpers/daemon.js";
+import { Child } from "../helpers/processes.js";
+import { mib } from "./harness.js";
+
+const MiB = 1024 * 1024;
+const HUGE_APPENDS = 10;
+/** Long enough for a loaded machine to send a 14 MiB frame; the 32 partial ones take four rounds of it. */
+const FRAME_TIMEOUT_S = 8;
+
+/** `serve` with extra flags (the harness's `serve` takes none of these). */
+async function serveWith(t: TestContext, dbPath: string, flags: string[]): Promise<DaemonProcess> {
+  const child = new Child(process.execPath, [CLI, "--db", dbPath, "serve", "--readers", "2", ...flags]);
+  t.after(async () => {
+    child.kill();
+    await child.done.catch(() => undefined);
+  });
+  const socketPath = `${dbPath}.sock`;
+  return new DaemonProcess(child, dbPath, socketPath, await waitUntilServing(child, socketPath));
+}
+
+/** A good client's calls, one after another, until `stop` resolves: how many, and the failures. */
+async function goodClient(db: SessionDB, stop: Promise<void>): Promise<{ calls: number; failures: string[] }> {
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  let calls = 0;
+  const failures: string[] = [];
+  while (!stopped || calls < 10) {
+    try {
+      await db.appendMessage("good", { role: "user", content: `good ${calls}` });
+      assert.ok((await db.getSession("good")) !== null);
+    } catch (err) {
+      failures.push(String(err));
+      break;
+    }
+    calls++;
+  }
+  return { calls, failures };
+}
+
+function rawSocket(t: TestContext, path: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(path);
+    socket.on("error", () => undefined);
+    socket.resume(); // reads (and drops) the daemon's error frame, so its close is seen
+    t.after(() => socket.destroy());
+    socket.once("connect", () => resolve(socket)).once("error", reject);
+  });
+}
+
+test("a 16 MiB frame of 16.7 million empty maps is refused with PROTOCOL before it is decoded", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await serveWith(t, dbPath, []);
+  const db = await daemon.open(t);
+  const before = (await daemonStats(db)).memory.rss;
+
+  const bodyBytes = 16 * MiB - 1;
+  const body = Buffer.alloc(bodyBytes, 0x80); // 0x80: an empty map
+  body[0] = 0xdd; // array 32 …
+  body.writeUInt32BE(bodyBytes - 5, 1); // … of every byte after its header
+  const conn = await RawConnection.open(t, daemon.socketPath);
+  conn.sendBody(body);
+  const reply = await conn.next();
+  assert.equal(reply.ok, false);
+  assert.equal((reply.error as { code: string }).code, "PROTOCOL", JSON.stringify(reply));
+  assert.equal(await conn.closesWithin(), true);
+
+  const stats = await daemonStats(db);
+  await db.createSession("after", "cli");
+  assert.ok(stats.memory.rss - before < 100 * MiB, `RSS grew by ${mib(stats.memory.rss - before)}`);
+  t.diagnostic(`RSS ${mib(before)} before, ${mib(stats.memory.rss)} after the refused frame`);
+});
+
+test("one connection pipelining 10 × 14 MiB appends, then 32 holding partial 16 MiB frames: RSS bounded, a good client answered throughout, the partial frames closed", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await serveWith(t, dbPath, ["--frame-timeout", String(FRAME_TIMEOUT_S)]);
+  const db = await daemon.open(t);
+  await db.createSession("good", "cli");
+  await db.createSession("hog", "cli");
+  const before = (await daemonStats(db)).memory.rss;
+  let peak = before;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      peak = Math.max(peak, (await daemonStats(db)).memory.rss);
+      await sleep(100);
+    }
+  })();
+
+  let phasesDone!: () => void;
+  const good = goodClient(db, new Promise<void>((resolve) => (phasesDone = resolve)));
+
+  const replies = [];
+  try {
+    // One connection pipelining huge appends (the same frame again and again).
+    const huge = encodeFrame({ id: 1, op: "appendMessage", args: ["hog", { role: "user", content: "h".repeat(14 * MiB) }] });
+    const hog = await RawConnection.open(t, daemon.socketPath);
+    for (let i = 0; i < HUGE_APPENDS; i++) hog.sendBytes(huge);
+    for (let i = 0; i < HUGE_APPENDS; i++) replies.push(await hog.next());
+
+    // Partial frames: a header announcing 16 MiB, then all of it but the last byte.
+    const partial = Buffer.alloc(HEADER_BYTES + 16 * MiB - 1, 0x20);
+    partial.writeUInt32BE(16 * MiB, 0);
+    const holders = await Promise.all(Array.from({ length: 32 }, () => rawSocket(t, daemon.socketPath)));
+    const holderClosed = holders.map((socket) => new Promise<void>((resolve) => socket.once("close", () => resolve())));
+    for (const socket of holders) socket.write(partial);
+    await Promise.all(holderClosed);
+  } finally {
+    phasesDone();
+  }
+  const { calls, failures } = await good;
+  sampling = false;
+  await sampler;
+
+  assert.ok(replies.every((r) => r.ok === true), "the huge appends are all served, in turn");
+  assert.deepEqual(failures, [], "the good client got an error");
+  assert.ok(calls >= 10);
+  assert.equal(await db.messageCount({ sessionId: "hog" }), HUGE_APPENDS);
+  assert.ok(peak - before < 500 * MiB, `RSS ${mib(before)} before, ${mib(peak)} at the peak`);
+  t.diagnostic(`RSS ${mib(before)} before, peak ${mib(peak)}; good client ${calls} calls, no error; 32 partial frames closed after --frame-timeout ${FRAME_TIMEOUT_S}`);
+});
+
+test("an idle connection is closed after --client-idle-timeout with a goodbye frame; the library client reconnects by itself", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await serveWith(t, dbPath, ["--client-idle-timeout", "1"]);
+  const db = await daemon.open(t);
+  await db.createSession("idle", "cli");
+  const raw = await RawConnection.open(t, daemon.socketPath);
+  assert.equal((await raw.call(1, "ping")).result, "pong");
+
+  const goodbye = await raw.next();
+  assert.equal(goodbye.id, 0);
+  assert.equal((goodbye.error as { code: string }).code, "CLOSED");
+  assert.equal(await raw.closesWithin(), true);
+  await sleep(500);
+
+  // The library client's connection was closed too; its next calls just work.
+  const id = await db.appendMessage("idle", { role: "user", content: "after the idle close" });
+  assert.deepEqual((await db.getMessages("idle")).map((m) => m.id), [id]);
+  // A client that keeps calling is never idle.
+  for (let i = 0; i < 6; i++) {
+    await db.appendMessage("idle", { role: "user", content: `busy ${i}` });
+    await sleep(300);
+  }
+  assert.equal(await db.messageCount({ sessionId: "idle" }), 7);
+});
