@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { DaemonClient } from "./client/daemon-client.js";
+import { directOptions } from "./client/daemon-lookup.js";
 import { openDirect, type LocalStore } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
@@ -7,6 +9,8 @@ import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type St
 import type { DaemonControl } from "./protocol/control.js";
 import { Store } from "./store.js";
 
+/** How long a failing-over handle waits for a stopping daemon to close the connection. */
+const DAEMON_RELEASE_MS = 15_000;
 
 /**
  * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
@@ -71,8 +75,12 @@ export class AutoStore extends Store {
 
   #failOver(client: DaemonClient): Promise<LocalStore> {
     this.#failover ??= (async () => {
+      // A daemon that answered UNAVAILABLE is stopping: let it release the file first. If the file
+      // was replaced, it still holds the old file's WAL under this name, and opening the new file
+      // beside that WAL would read and write the wrong pages.
+      await Promise.race([client.hungUp, sleep(DAEMON_RELEASE_MS, undefined, { ref: false })]);
       await client.close();
-      const direct = await openDirect(this.#options);
+      const direct = await openDirect(await directOptions(this.#options));
       this.#current = direct;
       return direct;
     })();

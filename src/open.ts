@@ -1,5 +1,6 @@
 import { AutoStore } from "./auto-store.js";
 import { connectOrStart } from "./client/autostart.js";
+import { directOptions } from "./client/daemon-lookup.js";
 import { openDirect } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
@@ -9,19 +10,19 @@ import type { OpenOptions, SessionDB } from "./session-db.js";
  * Opens the session store: a SQLite file, or a PostgreSQL database when `path` is a
  * `postgres://` URL. Mode "direct" opens the database in this process; "daemon" talks to the
  * daemon serving the file (UNAVAILABLE when none answers); "auto" (the default) uses the daemon
- * when one answers for this file, else direct. With `autostart`, "daemon" and "auto" start a
- * daemon when none answers.
+ * when one answers for this file, else direct. Daemons are found as client/daemon-lookup.ts says.
+ * With `autostart`, "daemon" and "auto" start a daemon when none answers.
  */
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    if (resolved.mode === "direct") return await openDirect(resolved);
+    if (resolved.mode === "direct") return await openDirect(await directOptions(resolved));
     if (resolved.mode === "daemon") return await connectOrStart(resolved);
     try {
       return new AutoStore(await connectOrStart(resolved), resolved);
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
-      return await openDirect(resolved);
+      return await openDirect(await directOptions(resolved));
     }
   } catch (err) {
     throw toSessionDBError(err);

@@ -16,6 +16,8 @@ export interface ResolvedOptions {
   readonly create: boolean;
   readonly mode: "auto" | "daemon" | "direct";
   readonly socketPath: string;
+  /** No socket was given: a daemon may also be found by the file's identity (client/daemon-lookup.ts). */
+  readonly findByIdentity: boolean;
   readonly busyTimeoutMs: number;
   readonly retry: RetryPolicy;
   readonly checkpointEveryNWrites: number;
@@ -61,6 +63,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     create: options.create ?? true,
     mode,
     socketPath: files.socket,
+    findByIdentity: options.socketPath === undefined,
     busyTimeoutMs: nonNegative(options.busyTimeoutMs, "busyTimeoutMs", 1000),
     retry,
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),

@@ -5,6 +5,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "./errors.js";
 import { isPostgresUrl, pgIdentity } from "./pg/pg-url.js";
 import { expandHome } from "./expand-home.js";
+import { identityName, type FileIdentity } from "./file-identity.js";
 
 /** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
@@ -30,7 +31,7 @@ export function realDatabasePath(path: string): string {
 }
 
 /** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
-const MAX_SOCKET_PATH_BYTES = 107;
+export const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * The daemon's socket for a database (SPEC §5), computed the same way by daemon and clients:
@@ -44,10 +45,10 @@ export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv =
 export function socketPathFor(real: string, env: NodeJS.ProcessEnv = process.env): string {
   // A PostgreSQL database has no folder of its own: its socket is named by a hash of its identity
   // (the normalized URL without the password), the same for every spelling of the URL.
-  if (isPostgresUrl(real)) return join(privateRuntimeDir(env), `${hashName(pgIdentity(real, env))}.sock`);
+  if (isPostgresUrl(real)) return join(runtimeDirPath(env), `${hashName(pgIdentity(real, env))}.sock`);
   const beside = `${real}.sock`;
   if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH_BYTES) return beside;
-  return join(privateRuntimeDir(env), `${hashName(real)}.sock`);
+  return join(runtimeDirPath(env), `${hashName(real)}.sock`);
 }
 
 function hashName(text: string): string {
@@ -63,13 +64,34 @@ export function databaseIdentity(location: string): string {
 }
 
 /**
- * `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`, created 0700. In /tmp anyone may
- * have made that name first: a directory of another user (who could swap the socket) or a
- * symbolic link is refused; one of ours that is open to others is closed to 0700.
+ * The socket a daemon also listens on under its file's identity (SPEC §5), so that a client
+ * opening the file by another name (a hard link, a bind mount) finds it.
+ */
+export function identitySocketPath(id: FileIdentity, env: NodeJS.ProcessEnv = process.env): string {
+  return join(runtimeDirPath(env), `${identityName(id)}.sock`);
+}
+
+/** The lock a daemon holds under its file's identity: one daemon per file, whatever its name. */
+export function identityLockPath(id: FileIdentity, env: NodeJS.ProcessEnv = process.env): string {
+  return join(runtimeDirPath(env), `${identityName(id)}.daemon-lock`);
+}
+
+/**
+ * `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`. Only named here: clients never create
+ * it (a planted one must not stop direct mode), they check what they find (socket-trust.ts).
+ */
+export function runtimeDirPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "sessiondb") : join("/tmp", `sessiondb-${process.getuid?.() ?? "user"}`);
+}
+
+/**
+ * The daemon's side of `runtimeDirPath`: created 0700. In /tmp anyone may have made that name
+ * first: a directory of another user (who could swap the socket) or a symbolic link is refused;
+ * one of ours that is open to others is closed to 0700.
  */
 export function privateRuntimeDir(env: NodeJS.ProcessEnv = process.env): string {
   const uid = process.getuid?.();
-  const dir = env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "sessiondb") : join("/tmp", `sessiondb-${uid ?? "user"}`);
+  const dir = runtimeDirPath(env);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (uid === undefined) return dir;
   const stat = lstatSync(dir);

@@ -15,6 +15,7 @@ import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../
 import { newerSchemaError } from "../src/engine/database-file.js";
 import { openDatabase } from "../src/engine/open-database.js";
 import { runOperation } from "../src/engine/operations.js";
+import { stillServed } from "../src/file-identity.js";
 import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import { deletesMessages } from "../src/operation-catalogue.js";
 import type {
@@ -48,6 +49,8 @@ let busySince: number | null = null;
  * to copy it into the database.
  */
 let reclaimWal = false;
+/** Set once a commit found the path naming another file: nothing more is applied to the old one. */
+let fileReplaced = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
 /** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
@@ -111,6 +114,14 @@ function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
 }
 
+/** The file was replaced (or removed) under the daemon: what was just committed went to the old one. */
+function replaced(): SessionDBError {
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `${config.path} was replaced or removed while the daemon had it open: this write is not in ${config.path} (at most it went to the old file); the daemon is stopping, retry`,
+  );
+}
+
 function expiredError(job: WriteJob): SessionDBError {
   return new SessionDBError("TIMEOUT", `${job.op} was not started before its deadline; it was not applied`);
 }
@@ -167,6 +178,10 @@ function apply(conn: Connection, job: WriteJob): WriteOutcome {
 
 /** One group commit. False when another process holds the write lock (the jobs stay queued). */
 function runBatch(conn: Connection): boolean {
+  if (fileReplaced) {
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, replaced())) });
+    return true;
+  }
   if (newerVersion !== null) {
     const version = newerVersion;
     post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))) });
@@ -196,6 +211,10 @@ function runBatch(conn: Connection): boolean {
   if (conn.inTransaction) {
     try {
       tx.commit.run();
+      if (!stillServed(config.path, config.identity)) {
+        fileReplaced = true;
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+      }
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
       outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));

@@ -9,9 +9,9 @@ import time
 from typing import Any, AsyncIterator, Dict, List, Optional
 
 from .autostart import start_daemon
-from .client import Attempts, PathLike, Target
+from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
-from .errors import ClosedError, DeadlineError, SessionDBError
+from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
 from .operations import READ, Operations
 from .paths import check_socket_trust
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
@@ -33,13 +33,16 @@ class AsyncConnection:
 
     @classmethod
     async def open(cls, socket_path: str, database: str, deadline: float) -> "AsyncConnection":
-        if not check_socket_trust(socket_path):
+        trusted = check_socket_trust(socket_path)
+        if trusted is None:
             raise NoDaemon("no socket file")
         wait = max(0.001, min(deadline - time.monotonic(), CONNECT_WAIT_S))
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(socket_path, limit=2 ** 20), wait)
+            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(trusted.connect_path, limit=2 ** 20), wait)
         except (OSError, asyncio.TimeoutError) as err:
             raise NoDaemon(getattr(err, "strerror", None) or str(err) or "no answer") from None
+        finally:
+            trusted.close()
         connection = cls(reader, writer)
         try:
             hello = await connection.request("hello", READ, HELLO_ARGS, time.monotonic() + wait, grace=0.0)
@@ -180,10 +183,21 @@ class AsyncSessionDB(Operations):
         await self._connected(time.monotonic() + self._target.timeout)
         return self
 
+    async def _open_first(self, deadline: float) -> AsyncConnection:
+        """``Target.open_first`` over asyncio: the same candidates, the same rule."""
+        target = self._target
+        misses = Misses()
+        for candidate in target.candidates():
+            try:
+                return await AsyncConnection.open(candidate, target.database, deadline)
+            except (NoDaemon, UnavailableError) as err:
+                misses.add(err)
+        raise misses.error()
+
     async def _open(self, deadline: float) -> AsyncConnection:
         target = self._target
         try:
-            return await AsyncConnection.open(target.socket_path, target.database, deadline)
+            return await self._open_first(deadline)
         except NoDaemon as err:
             if not target.autostart:
                 raise target.no_daemon(f"{err}; autostart is off") from None
@@ -191,7 +205,7 @@ class AsyncSessionDB(Operations):
         await loop.run_in_executor(None, start_daemon, target.database, target.socket_path,
                                    target.explicit_socket, target.answers)
         try:
-            return await AsyncConnection.open(target.socket_path, target.database, max(deadline, time.monotonic() + 1.0))
+            return await self._open_first(max(deadline, time.monotonic() + 1.0))
         except NoDaemon as err:
             raise target.no_daemon(f"{err} after autostart") from None
 

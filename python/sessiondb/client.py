@@ -9,14 +9,32 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 
 from .autostart import start_daemon
 from .connection import Connection, Lost, NoDaemon
-from .errors import ClosedError, InvalidArgumentError, UnavailableError
+from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .operations import READ, Operations
-from .paths import default_database_path, default_socket_path, real_database_path
+from .paths import candidate_sockets, default_database_path, default_socket_path, real_database_path
 from .protocol import optional, unavailable_message
 
 PathLike = Union[str, "os.PathLike[str]"]
 # A request whose connection died before it reached the daemon is re-sent; this bounds how often.
 MAX_ATTEMPTS = 3
+
+
+class Misses:
+    """Why no candidate socket counted: another user's socket (UntrustedSocketError) is said
+    rather than "no daemon"; else the last candidate's reason, as NoDaemon."""
+
+    def __init__(self) -> None:
+        self._refused: Optional[UntrustedSocketError] = None
+        self._why = "no socket file"
+
+    def add(self, err: Exception) -> None:
+        if isinstance(err, UntrustedSocketError):
+            self._refused = self._refused or err
+        else:  # NoDaemon, or a daemon serving another file (UNAVAILABLE)
+            self._why = str(err)
+
+    def error(self) -> Exception:
+        return self._refused if self._refused is not None else NoDaemon(self._why)
 
 
 class Target:
@@ -43,6 +61,24 @@ class Target:
             "it may or may not have been applied",
         )
 
+    def candidates(self) -> List[str]:
+        """The sockets to try, in order: the derived one, then the file's identity socket, where
+        a daemon serving the file under another name (a hard link) also listens; an explicit
+        socket alone. Looked up at each connect: the file may appear, or be replaced."""
+        return candidate_sockets(self.database, self.socket_path, self.explicit_socket)
+
+    def open_first(self, deadline: float) -> Connection:
+        """The first candidate's daemon that is this user's (or root's) and serves this very file.
+        Raises NoDaemon when none answers, UntrustedSocketError when none answers and one of them
+        was another user's (or could be swapped by one)."""
+        misses = Misses()
+        for candidate in self.candidates():
+            try:
+                return Connection.open(candidate, self.database, deadline)
+            except (NoDaemon, UnavailableError) as err:
+                misses.add(err)
+        raise misses.error()
+
     def closed_before(self, op: str) -> UnavailableError:
         return UnavailableError(
             "UNAVAILABLE",
@@ -53,7 +89,7 @@ class Target:
     def answers(self) -> bool:
         """A probe for autostart: does a daemon say hello on the socket now?"""
         try:
-            Connection.open(self.socket_path, self.database, time.monotonic() + 1.0).close()
+            self.open_first(time.monotonic() + 1.0).close()
             return True
         except NoDaemon:
             return False
@@ -61,13 +97,13 @@ class Target:
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
         try:
-            return Connection.open(self.socket_path, self.database, deadline)
+            return self.open_first(deadline)
         except NoDaemon as err:
             if not self.autostart:
                 raise self.no_daemon(f"{err}; autostart is off") from None
         start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers)
         try:
-            return Connection.open(self.socket_path, self.database, max(deadline, time.monotonic() + 1.0))
+            return self.open_first(max(deadline, time.monotonic() + 1.0))
         except NoDaemon as err:
             raise self.no_daemon(f"{err} after autostart") from None
 

@@ -90,17 +90,20 @@ class Connection:
     def open(cls, socket_path: str, database: str, deadline: float) -> "Connection":
         """Connects and says hello. Raises NoDaemon when nothing answers, SessionDBError when
         something answers that we must not or cannot use."""
-        if not check_socket_trust(socket_path):
+        trusted = check_socket_trust(socket_path)
+        if trusted is None:
             raise NoDaemon("no socket file")
         wait = max(0.001, min(deadline - time.monotonic(), CONNECT_WAIT_S))
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(wait)
-            sock.connect(socket_path)
+            sock.connect(trusted.connect_path)
             sock.settimeout(None)
         except OSError as err:
             sock.close()
             raise NoDaemon(err.strerror or str(err)) from None
+        finally:
+            trusted.close()
         connection = cls(sock)
         try:
             hello = connection.request("hello", "read", HELLO_ARGS, time.monotonic() + wait, grace=0.0)

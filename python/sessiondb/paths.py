@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from typing import Mapping, Optional
+from typing import List, Mapping, Optional
 
 from .errors import UntrustedSocketError
 
@@ -52,17 +52,66 @@ def default_socket_path(database_path: "os.PathLike[str] | str", env: Optional[M
     return os.path.join(private_runtime_dir(env), name)
 
 
-def check_socket_trust(socket_path: str) -> bool:
-    """False when nothing is at the path. Raises UntrustedSocketError when the socket is not
-    ours (or root's), or when another user could replace it: its directory is writable by
-    others and not sticky-and-owned by us or root. True when it may be trusted."""
-    uid = os.getuid()
+def identity_socket_path(database: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The socket a daemon also listens on under its file's identity,
+    ``<runtime dir>/inode-<st_dev>-<st_ino>.sock``, so that a client opening the file by another
+    name (a hard link) finds it. None when the file does not exist."""
     try:
-        st = os.lstat(socket_path)
-    except FileNotFoundError:
+        st = os.stat(database)
+    except OSError:
+        return None
+    return os.path.join(private_runtime_dir(env), f"inode-{st.st_dev}-{st.st_ino}.sock")
+
+
+def candidate_sockets(database: str, socket_path: str, explicit: bool) -> List[str]:
+    """Where to look for the file's daemon, in order (README "Finding the daemon"): an explicit
+    socket alone; else the derived one, then the file's identity socket."""
+    if explicit:
+        return [socket_path]
+    identity = identity_socket_path(database)
+    return [socket_path] if identity is None else [socket_path, identity]
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (the same device and inode)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
         return False
-    except NotADirectoryError:
-        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+# Where a directory opened by this process can be named without looking its path up again.
+FD_DIR = "/proc/self/fd"
+
+
+class TrustedSocket:
+    """A socket that passed the trust check, named through its checked directory's open
+    descriptor (``connect_path``), so a directory swapped since cannot redirect the connect.
+    ``close()`` (after connecting) closes that descriptor."""
+
+    def __init__(self, connect_path: str, fd: int) -> None:
+        self.connect_path = connect_path
+        self._fd = fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def check_socket_trust(socket_path: str) -> Optional[TrustedSocket]:
+    """None when nothing is at the path. Raises UntrustedSocketError when it is not a socket,
+    when the socket or its directory is not ours (or root's), or when another user could replace
+    it: its directory is writable by group or others and not sticky. The checks are made on the
+    opened directory (``fstat``, then ``lstat`` through ``/proc/self/fd/<fd>/<name>``), not on
+    a second lookup of its path."""
+    uid = os.getuid()
+    directory = os.path.dirname(os.path.abspath(socket_path))
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
 
     def refuse(why: str) -> UntrustedSocketError:
         return UntrustedSocketError(
@@ -70,13 +119,24 @@ def check_socket_trust(socket_path: str) -> bool:
             "start a daemon of your own with `sessiondb serve --db PATH`",
         )
 
-    if not stat.S_ISSOCK(st.st_mode):
-        raise refuse("it is not a socket")
-    if st.st_uid not in (uid, 0):
-        raise refuse(f"it is owned by uid {st.st_uid}, not by this user (uid {uid}) or root")
-    directory = os.path.dirname(os.path.abspath(socket_path))
-    dst = os.stat(directory)
-    others_write = dst.st_mode & 0o002 or (dst.st_mode & 0o020 and dst.st_gid != os.getgid())
-    if others_write and not (dst.st_mode & stat.S_ISVTX and dst.st_uid in (uid, 0)):
-        raise refuse(f"its directory {directory} is writable by other users and not sticky")
-    return True
+    try:
+        dst = os.fstat(fd)
+        if dst.st_uid not in (uid, 0):
+            raise refuse(f"its directory {directory} is owned by uid {dst.st_uid}, not by this user (uid {uid}) or root")
+        via_fd = os.path.join(FD_DIR, str(fd), os.path.basename(socket_path)) if os.path.isdir(FD_DIR) else socket_path
+        try:
+            st = os.lstat(via_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            os.close(fd)
+            return None
+        if not stat.S_ISSOCK(st.st_mode):
+            raise refuse("it is not a socket")
+        if st.st_uid not in (uid, 0):
+            raise refuse(f"it is owned by uid {st.st_uid}, not by this user (uid {uid}) or root")
+        if dst.st_mode & 0o022 and not dst.st_mode & stat.S_ISVTX:
+            raise refuse(f"its directory {directory} is writable by other users and not sticky")
+    except BaseException:
+        os.close(fd)
+        raise
+    connect_path = via_fd if len(os.fsencode(via_fd)) <= MAX_SOCKET_PATH_BYTES else socket_path
+    return TrustedSocket(connect_path, fd)

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import msgpack
 
 from .errors import InvalidArgumentError, SessionDBError, UnavailableError, make_error
+from .paths import same_file
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")
@@ -82,13 +83,14 @@ def is_goodbye(reply: Dict[str, Any]) -> bool:
 
 
 def check_hello(result: Any, database: str, socket_path: str) -> Dict[str, Any]:
-    """The daemon's hello, checked: our protocol, and the file we asked for."""
+    """The daemon's hello, checked: our protocol, and the file we asked for (by its real path,
+    or another name of the same file: a daemon found on the identity socket)."""
     if not isinstance(result, dict) or result.get("server") != "sessiondb":
         raise make_error("PROTOCOL", f"what answers on {socket_path} is not a sessiondb daemon")
     if result.get("protocol") != PROTOCOL_VERSION:
         raise protocol_mismatch(socket_path, f"protocol {result.get('protocol')!r}")
     served = result.get("database")
-    if isinstance(served, str) and served != database:
+    if isinstance(served, str) and served != database and not same_file(served, database):
         raise UnavailableError(
             "UNAVAILABLE", f"the daemon on {socket_path} serves {served}, not {database}"
         )

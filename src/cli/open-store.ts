@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DatabaseFiles } from "../database-files.js";
+import { ForeignSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
 import { isPostgresUrl } from "../pg/pg-url.js";
@@ -52,16 +53,24 @@ export interface DaemonStore extends Store {
 
 /** The daemon serving the file, or null when none answers. */
 export async function connectDaemon(globals: GlobalOptions): Promise<DaemonStore | null> {
+  return (await daemonOrRefusal(globals)).store;
+}
+
+/**
+ * The daemon serving the file, or null with, in `refused`, why a socket found for it was not used
+ * (another user's, or one another user could swap: ForeignSocketError).
+ */
+export async function daemonOrRefusal(globals: GlobalOptions): Promise<{ store: DaemonStore | null; refused: string | null }> {
   try {
     const db = await openSessionDB(openOptions(globals, { mode: "daemon" }));
     const { daemon } = db;
-    if (daemon !== null) return { db, daemon, path: db.files.db };
+    if (daemon !== null) return { store: { db, daemon, path: db.files.db }, refused: null };
     await db.close();
-    return null;
   } catch (err) {
-    if (toSessionDBError(err).code === "UNAVAILABLE") return null;
-    throw err;
+    if (err instanceof ForeignSocketError) return { store: null, refused: err.message };
+    if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
+  return { store: null, refused: null };
 }
 
 /** Opens the store; `mustExist` (every command but `import`) refuses a missing file rather than creating it. */

@@ -3,7 +3,8 @@ import { Daemon, type DaemonOptions } from "../daemon/daemon.js";
 /**
  * `sessiondb serve`: runs the daemon in the foreground until SIGTERM/SIGINT, a `shutdown`
  * request or, with `idleExitMs`, that long without a client; then drains queued writes,
- * checkpoints and exits 0.
+ * checkpoints and exits 0. Exits 1 when the database file was replaced or removed under it (so a
+ * supervisor restarts it on the file now there).
  */
 export async function serve(options: DaemonOptions): Promise<void> {
   const daemon = await Daemon.start(options);
@@ -14,4 +15,5 @@ export async function serve(options: DaemonOptions): Promise<void> {
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
   await daemon.closed;
+  if (daemon.fileReplaced) process.exitCode = 1;
 }

@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import { DaemonClient } from "./daemon-client.js";
+import type { DaemonClient } from "./daemon-client.js";
+import { findDaemon } from "./daemon-lookup.js";
 
 /** How long a started daemon has to answer its first hello. */
 const START_WAIT_MS = 5000;
@@ -22,7 +23,7 @@ function daemonCommand(): [string, string[]] {
 }
 
 /**
- * Connects to the file's daemon, starting one when none answers (`openSessionDB({ autostart:
+ * Connects to the file's daemon (found as client/daemon-lookup.ts says), starting one when none answers (`openSessionDB({ autostart:
  * true })`): `serve --db PATH --idle-exit 600`, detached (a session of its own, output to
  * `files.daemonLog` beside the socket), then waits up to 5 s for its hello. Two processes starting
  * one at once is safe: the daemon's instance lock lets one serve and the other exit. With
@@ -30,7 +31,7 @@ function daemonCommand(): [string, string[]] {
  */
 export async function connectOrStart(options: ResolvedOptions): Promise<DaemonClient> {
   try {
-    return await DaemonClient.connect(options);
+    return await findDaemon(options);
   } catch (err) {
     if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
@@ -61,7 +62,7 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   for (;;) {
     const exitedBefore = exited !== null;
     try {
-      return await DaemonClient.connect(options);
+      return await findDaemon(options);
     } catch (err) {
       if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       // A daemon that exited may have lost the race to another one: that one answers, or not.

@@ -7,9 +7,13 @@ import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { Store } from "../store.js";
+import { fileIdentity, sameFile } from "../file-identity.js";
+import { userName } from "../user-name.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
+import { checkSocket, ForeignSocketError } from "./socket-trust.js";
 import { argsForWire } from "./wire-args.js";
 import { databaseIdentity } from "../socket-path.js";
+import { isPostgresUrl } from "../pg/pg-url.js";
 import type { Engine } from "../session-db.js";
 
 
@@ -56,6 +60,8 @@ function unavailable(socketPath: string, why: string): SessionDBError {
 export class DaemonClient extends Store implements DaemonControl {
   readonly mode = "daemon" as const;
   readonly #options: ResolvedOptions;
+  /** The socket the daemon was found on (its derived or its identity socket); reconnects use it too. */
+  readonly #socketPath: string;
   #socket!: Socket;
   #writer!: FrameWriter;
   #decoder!: FrameDecoder;
@@ -74,31 +80,45 @@ export class DaemonClient extends Store implements DaemonControl {
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
   server!: HelloResult;
+  /** Resolves when the current connection has closed, whichever side closed it. */
+  hungUp!: Promise<void>;
 
-  private constructor(options: ResolvedOptions) {
+  private constructor(options: ResolvedOptions, socketPath: string) {
     super(options.files);
     this.#options = options;
+    this.#socketPath = socketPath;
   }
 
-  /** Connects and says hello; fails with UNAVAILABLE when no daemon for this file answers. */
-  static async connect(options: ResolvedOptions): Promise<DaemonClient> {
-    const client = new DaemonClient(options);
+  /**
+   * Connects to the daemon on `socketPath` (default: the options' socket) and says hello; fails
+   * with UNAVAILABLE when no daemon of this user serving this database answers there.
+   */
+  static async connect(options: ResolvedOptions, socketPath = options.socketPath): Promise<DaemonClient> {
+    const client = new DaemonClient(options, socketPath);
     await client.#open();
     return client;
   }
 
-  /** Opens a connection to the daemon, makes it this client's, and says hello on it first. */
+  /**
+   * Opens a connection to the daemon on the socket this client found it on (checked to be this
+   * user's, and connected through the directory that check opened), makes it this client's, and
+   * says hello on it first. Reconnecting takes the same path.
+   */
   async #open(): Promise<void> {
     const options = this.#options;
+    const socketPath = this.#socketPath;
     let socket: Socket | null = null;
-    socket = await openSocket(options, (bytes) => {
+    socket = await openSocket(options, socketPath, (bytes) => {
       if (socket === this.#socket) this.#onData(bytes);
     });
     socket.on("error", () => {
       // "close" follows and fails whatever is pending
     });
     socket.on("drain", () => this.#sendUnsent());
+    let hungUp!: () => void;
+    this.hungUp = new Promise((resolve) => (hungUp = resolve));
     socket.on("close", () => {
+      hungUp();
       if (socket === this.#socket && this.#reconnecting === null && !this.#dormant) {
         this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied"));
       }
@@ -109,14 +129,14 @@ export class DaemonClient extends Store implements DaemonControl {
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await this.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0, true)) as HelloResult;
-      if (hello.database !== databaseIdentity(options.path)) {
-        throw unavailable(options.socketPath, `that daemon serves ${hello.database}, not ${options.path}`);
+      if (!servesThis(hello.database, options.path)) {
+        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${databaseIdentity(options.path)}`);
       }
       this.server = hello;
     } catch (err) {
       socket.destroy();
       // Silence, another protocol or a lost connection: either way no daemon answers (so "auto" falls back).
-      throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(options.socketPath, (err as Error).message);
+      throw err instanceof SessionDBError && err.code === "UNAVAILABLE" ? err : unavailable(socketPath, (err as Error).message);
     }
   }
 
@@ -396,7 +416,9 @@ function unanswered(p: PendingRequest): SessionDBError {
  * new one per read through the stream machinery: a client making one call at a time wakes for
  * every reply.
  */
-function openSocket(options: ResolvedOptions, onBytes: (bytes: Buffer) => void): Promise<Socket> {
+function openSocket(options: ResolvedOptions, socketPath: string, onBytes: (bytes: Buffer) => void): Promise<Socket> {
+  const trust = checkSocket(socketPath);
+  if (!trust.ok) return Promise.reject(trust.foreign ? new ForeignSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason));
   const onread = {
     buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
     callback: (n: number, buf: Buffer) => {
@@ -405,10 +427,10 @@ function openSocket(options: ResolvedOptions, onBytes: (bytes: Buffer) => void):
     },
   };
   return new Promise<Socket>((resolve, reject) => {
-    const s = connect({ path: options.socketPath, onread });
+    const s = connect({ path: trust.connectPath, onread });
     const timer = setTimeout(() => {
       s.destroy();
-      reject(unavailable(options.socketPath, `no answer within ${options.connectTimeoutMs} ms`));
+      reject(unavailable(socketPath, `no answer within ${options.connectTimeoutMs} ms`));
     }, options.connectTimeoutMs);
     s.once("connect", () => {
       clearTimeout(timer);
@@ -416,7 +438,22 @@ function openSocket(options: ResolvedOptions, onBytes: (bytes: Buffer) => void):
     });
     s.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(unavailable(options.socketPath, err.code ?? err.message));
+      reject(
+        err.code === "EACCES"
+          ? new ForeignSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
+          : unavailable(socketPath, err.code ?? err.message),
+      );
     });
-  });
+  }).finally(() => trust.release());
+}
+
+/**
+ * Whether a daemon saying it serves `served` serves the database at `path`: a PostgreSQL database
+ * by its identity (the URL without its password); a file by its real path, or — opened under
+ * another name (a hard link) — by being the same file (device and inode).
+ */
+function servesThis(served: string, path: string): boolean {
+  const expected = databaseIdentity(path);
+  if (served === expected) return true;
+  return !isPostgresUrl(path) && sameFile(fileIdentity(served), fileIdentity(path));
 }

@@ -1,9 +1,9 @@
-import { chmodSync, unlinkSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { accessSync, constants } from "node:fs";
+import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
-import { makePrivateDir } from "../engine/private-files.js";
+import { createPrivateFile, makePrivateDir } from "../engine/private-files.js";
 import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
 import type { Page } from "../engine/define-operation.js";
 import { isControlOp, type DaemonStats } from "../protocol/control.js";
@@ -11,7 +11,11 @@ import type { Request } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
+import { fileIdentity, type FileIdentity } from "../file-identity.js";
+import { identityLockPath, identitySocketPath, privateRuntimeDir } from "../socket-path.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
+import { DaemonSocket } from "./daemon-socket.js";
+import { FileWatch } from "./file-watch.js";
 import { walSize } from "./wal-guard.js";
 import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
 import { closeWhenIdle } from "./idle-exit.js";
@@ -26,28 +30,29 @@ import { isPostgresUrl } from "../pg/pg-url.js";
 export type { DaemonOptions } from "./daemon-options.js";
 
 /**
- * Connections waiting to be accepted. A Unix socket refuses a connect past it at once (EAGAIN,
- * no retry), so a burst of clients starting together needs room; the kernel caps it at somaxconn.
- */
-const LISTEN_BACKLOG = 4096;
-
-/**
  * The daemon (SPEC §5): one writer with group commit, a pool of readers, and the Unix socket.
  * The writer and readers are the engine's: threads over the SQLite file, or connections to
  * PostgreSQL. `Daemon.start` returns once it is listening; `close()` drains and stops it.
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
-  readonly #lock: InstanceLock;
+  /** The lock beside the database's name, then (a file) the one under its identity. Release is idempotent. */
+  readonly #locks: readonly InstanceLock[];
+  /** The served file's device and inode; null for PostgreSQL, which has no file. */
+  readonly #identity: FileIdentity | null;
   readonly #engine: DaemonEngine;
   readonly #writer: DaemonWriter;
   readonly #readers: DaemonReaders;
-  readonly #server: Server;
+  /** The socket of SPEC §5, then (a file) the identity socket, where clients opening another name look. */
+  #listening: DaemonSocket[] = [];
+  #fileWatch: FileWatch | null = null;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
   readonly #control: ControlHandlers;
   #readsQueued = 0;
+  /** Set when the path stopped naming the file served: the daemon stops. */
+  #fileLost: "replaced" | "removed" | null = null;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
   /** Enforces the connections' time limits (incomplete frames, idle connections). */
   readonly #sweeper: NodeJS.Timeout;
@@ -56,16 +61,15 @@ export class Daemon {
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, lock: InstanceLock, engine: DaemonEngine) {
+  private constructor(options: ResolvedDaemonOptions, locks: readonly InstanceLock[], identity: FileIdentity | null, engine: DaemonEngine) {
     const { writer, readers } = engine;
     this.options = options;
     this.#engine = engine;
-    this.#lock = lock;
+    this.#locks = locks;
+    this.#identity = identity;
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    // Half-open: a client that ends its side after its last request still gets every reply.
-    this.#server = createServer({ allowHalfOpen: true }, (socket) => this.#accept(socket));
     this.#control = controlHandlers({
       database: options.files.db,
       engine,
@@ -85,14 +89,33 @@ export class Daemon {
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
+    const { files } = resolved;
     const postgres = isPostgresUrl(resolved.path);
-    if (!postgres) makePrivateDir(dirname(resolved.path));
-    const lock = await acquireInstanceLock(resolved.files);
+    // A PostgreSQL database's lock and socket sit in the private runtime directory (clients never create it).
+    if (postgres) privateRuntimeDir();
+    else makePrivateDir(dirname(resolved.path));
+    const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let engine: DaemonEngine | undefined;
     try {
-      engine = postgres ? await startPgEngine(resolved) : await startSqliteEngine(resolved);
-      const daemon = new Daemon(resolved, lock, engine);
-      await daemon.#listen();
+      let identity: FileIdentity | null = null;
+      if (!postgres) {
+        // Keyed by the file, not its name: a second daemon on a hard link of it must not start.
+        identity = servableFile(files.db);
+        privateRuntimeDir();
+        locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
+      }
+      engine = identity === null
+        ? await startPgEngine(resolved)
+        : await startSqliteEngine(resolved, identity).catch((err: unknown) => {
+          throw namingThePath(err, resolved.path);
+        });
+      const daemon = new Daemon(resolved, locks, identity, engine);
+      try {
+        await daemon.#listen();
+      } catch (err) {
+        for (const socket of daemon.#listening) await socket.close();
+        throw err;
+      }
       resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
       if (engine.readOnly) {
         resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
@@ -103,9 +126,14 @@ export class Daemon {
       engine?.stopHousekeeping();
       await engine?.writer.close();
       await engine?.readers.close();
-      lock.release();
+      for (const lock of locks) lock.release();
       throw err;
     }
+  }
+
+  /** True once the daemon stopped because another file took its file's path (a failure: `serve` exits 1). */
+  get fileReplaced(): boolean {
+    return this.#fileLost === "replaced";
   }
 
   get socketPath(): string {
@@ -142,44 +170,51 @@ export class Daemon {
     log("shutting down: no new connections; finishing queued requests");
     this.#engine.stopHousekeeping();
     clearInterval(this.#sweeper);
-    const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#fileWatch?.stop();
+    // A replaced (or removed) file is released before clients go: until the writer and readers
+    // close, the old file's WAL is live under the database's name, and a client opening the new
+    // file directly would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait
+    // for the hang-up.
+    const releaseFirst = this.#fileLost !== null;
+    if (releaseFirst) await this.#release();
+    const serverClosed = Promise.all(this.#listening.map((socket) => socket.close()));
+    // Once the file is closed and the identity socket gone, its inode number may be reused by a
+    // new file at once: the identity lock must not outlive them (locks[1], see start()).
+    if (releaseFirst) this.#locks[1]?.release();
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
     for (const socket of this.#sockets) socket.destroy();
     await serverClosed;
-    await this.#writer.close();
-    await this.#readers.close();
-    try {
-      unlinkSync(this.options.socketPath);
-    } catch {
-      // already gone
-    }
-    this.#lock.release();
+    if (!releaseFirst) await this.#release();
+    for (const lock of this.#locks) lock.release();
     log("stopped (checkpointed, socket removed)");
     this.#resolveClosed();
   }
 
+  /** Lets queued writes finish, checkpoints and closes every connection to the file. */
+  async #release(): Promise<void> {
+    await this.#writer.close();
+    await this.#readers.close();
+  }
+
   async #listen(): Promise<void> {
-    const { socketPath } = this.options;
-    // We hold the instance lock, so a socket file here is a dead daemon's: replace it.
-    try {
-      unlinkSync(socketPath);
-    } catch {
-      // none
+    const accept = (socket: Socket) => this.#accept(socket);
+    const identity = this.#identity;
+    const paths = identity === null ? [this.options.socketPath] : [this.options.socketPath, identitySocketPath(identity)];
+    for (const path of paths) {
+      this.#listening.push(await DaemonSocket.listen(path, accept));
     }
-    const previousUmask = process.umask(0o177);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        this.#server.once("error", reject);
-        this.#server.listen({ path: socketPath, backlog: LISTEN_BACKLOG }, () => {
-          this.#server.off("error", reject);
-          resolve();
-        });
-      });
-    } finally {
-      process.umask(previousUmask);
-    }
-    chmodSync(socketPath, 0o600);
+    // PostgreSQL has no file to be replaced under the daemon.
+    if (identity === null) return;
+    this.#fileWatch = new FileWatch(this.options.path, identity, (how) => {
+      this.#fileLost = how;
+      this.options.log(
+        how === "replaced"
+          ? `${this.options.path} was replaced: it no longer names the file this daemon serves; stopping (clients go on with the file now there)`
+          : `${this.options.path} was removed; stopping`,
+      );
+      void this.close();
+    });
   }
 
   #accept(socket: Socket): void {
@@ -247,6 +282,44 @@ export class Daemon {
     } while (cursor !== null && connection.open);
     return null;
   }
+}
+
+/**
+ * The identity of the database file, created (empty, private) if missing. `serve` needs to write
+ * the file and its directory (for `-wal` and `-shm`): it refuses a file it can only read, rather
+ * than start and fail every write.
+ */
+function servableFile(path: string): FileIdentity {
+  try {
+    createPrivateFile(path);
+  } catch (err) {
+    throw cannotServe(path, err);
+  }
+  for (const target of [path, dirname(path)]) {
+    try {
+      accessSync(target, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      throw cannotServe(target, err);
+    }
+  }
+  const identity = fileIdentity(path);
+  if (identity === null) throw new SessionDBError("IO", `${path} disappeared while the daemon was starting`);
+  return identity;
+}
+
+/** An I/O failure opening the database (a full disk, a damaged file) says which file. */
+function namingThePath(err: unknown, path: string): unknown {
+  if (!(err instanceof SessionDBError) || (err.code !== "IO" && err.code !== "CORRUPT") || err.message.includes(path)) return err;
+  return new SessionDBError(err.code, `${path}: ${err.message}`, { cause: err });
+}
+
+function cannotServe(path: string, err: unknown): SessionDBError {
+  const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+  return new SessionDBError(
+    "IO",
+    `cannot serve ${path}: this user (uid ${process.getuid?.() ?? "?"}) cannot write it (${reason}); the daemon needs to write the database and its directory, and does not start read-only (readers can open it with mode "direct")`,
+    { cause: err },
+  );
 }
 
 function memory(): DaemonStats["memory"] {

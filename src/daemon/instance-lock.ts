@@ -1,15 +1,17 @@
-import type { DatabaseFiles } from "../database-files.js";
-import { isBusyError, SessionDBError } from "../errors.js";
+import { lstatSync, readlinkSync } from "node:fs";
+import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import { openLockFile, type Connection } from "../engine/connection.js";
 import { createPrivateFile } from "../engine/private-files.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
+import { fileIdentity, sameFile } from "../file-identity.js";
+import { userName } from "../user-name.js";
 
 /**
- * One daemon per database. The lock is an exclusive SQLite lock on a small file beside the
- * database, held for the daemon's lifetime: the OS releases it when the process dies, even by
- * `kill -9`, so a crashed daemon never blocks the next one, and two daemons starting at the same
- * instant cannot both win.
+ * One daemon per database. The lock is an exclusive SQLite lock on a small file, held for the
+ * daemon's lifetime: the OS releases it when the process dies, even by `kill -9`, so a crashed
+ * daemon never blocks the next one, and two daemons starting at the same instant cannot both win.
+ * The daemon holds two: one beside the database's name, one under the file's identity.
  */
 export class InstanceLock {
   readonly path: string;
@@ -22,8 +24,13 @@ export class InstanceLock {
 
   /** Takes the lock file, or fails with UNAVAILABLE when another process holds it. */
   static acquire(path: string): InstanceLock {
-    createPrivateFile(path);
-    const db = openLockFile(path);
+    prepareLockFile(path);
+    let db: Connection;
+    try {
+      db = openLockFile(path);
+    } catch (err) {
+      throw lockFileError(path, err);
+    }
     try {
       db.pragma("locking_mode = EXCLUSIVE");
       db.exec("BEGIN EXCLUSIVE");
@@ -35,9 +42,9 @@ export class InstanceLock {
     } catch (err) {
       db.close();
       if (isBusyError(err)) {
-        throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`);
+        throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`, { cause: err });
       }
-      throw err;
+      throw lockFileError(path, err);
     }
   }
 
@@ -46,23 +53,77 @@ export class InstanceLock {
   }
 }
 
-/** The instance lock, or an UNAVAILABLE error naming the daemon that already serves the file. */
-export async function acquireInstanceLock(files: DatabaseFiles): Promise<InstanceLock> {
+/**
+ * Creates the lock file private, exclusively and without following links (createPrivateFile), or
+ * checks the one there: root's daemon must never create or write a file wherever a planted
+ * symbolic link (or hard link) points. Its rollback journal is checked the same way.
+ */
+function prepareLockFile(path: string): void {
   try {
-    return InstanceLock.acquire(files.lock);
+    createPrivateFile(path);
   } catch (err) {
-    if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE") throw err;
-    // The winner of a simultaneous start may not listen yet: ask for a moment.
-    const until = Date.now() + 5000;
-    let hello: HelloResult | null = null;
-    while (hello === null && Date.now() < until) {
-      hello = await probeDaemon(files.socket, 500);
-      if (hello === null) await new Promise((r) => setTimeout(r, 100));
+    throw lockFileError(path, err);
+  }
+  for (const file of [path, `${path}-journal`]) {
+    const stat = lstatSync(file, { throwIfNoEntry: false });
+    if (stat === undefined || (stat.isFile() && stat.nlink === 1)) continue;
+    const what = stat.isSymbolicLink() ? `a symbolic link (to ${readlinkSync(file)})` : stat.isFile() ? "a file with several names (hard links)" : "not a regular file";
+    throw new SessionDBError("IO", `refusing ${file} as the daemon's lock file: it is ${what}; remove it if nobody planted it`);
+  }
+}
+
+/**
+ * A lock file that cannot be created or opened is an I/O failure naming it, never INTERNAL; one
+ * of another user's that this user may not open is that user's daemon's, and said so.
+ */
+function lockFileError(path: string, err: unknown): SessionDBError {
+  const others = othersLockFile(path, err);
+  if (others !== null) return others;
+  const e = toSessionDBError(err);
+  return new SessionDBError(e.code === "INTERNAL" ? "IO" : e.code, `cannot use the daemon's lock file ${path}: ${e.message}`, { cause: err });
+}
+
+/**
+ * When the lock file at `path` is another user's (and this user is not root): that user's daemon
+ * serves (or served) the database, said so — rather than as a file this user cannot open.
+ */
+export function othersLockFile(path: string, cause?: unknown): SessionDBError | null {
+  const me = process.getuid?.();
+  const owner = lstatSync(path, { throwIfNoEntry: false })?.uid;
+  if (me === undefined || me === 0 || owner === undefined || owner === me) return null;
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `cannot take the daemon's lock file ${path}: it belongs to ${userName(owner)}, whose daemon serves (or served) this database; use their daemon, or --direct`,
+    { cause },
+  );
+}
+
+/** How long a start waits for a lock holder to listen, or to let go of a file that is gone. */
+const HOLDER_WAIT_MS = 10_000;
+
+/**
+ * The instance lock at `lockPath`, or an UNAVAILABLE error naming the daemon that already serves
+ * the file `database` (it listens on `socketPath`). A holder that serves another file — one
+ * whose file was removed, and whose inode number the new file got at once (the identity lock) —
+ * is stopping (its file watch saw the removal): the start waits for it to let go.
+ */
+export async function acquireInstanceLock(lockPath: string, socketPath: string, database: string): Promise<InstanceLock> {
+  const until = Date.now() + HOLDER_WAIT_MS;
+  for (;;) {
+    try {
+      return InstanceLock.acquire(lockPath);
+    } catch (err) {
+      if (!(err instanceof SessionDBError) || err.code !== "UNAVAILABLE" || !isBusyError(err.cause ?? err)) throw err;
     }
-    const who = hello === null ? "another sessiondb daemon" : `a sessiondb daemon (pid ${hello.pid})`;
-    throw new SessionDBError(
-      "UNAVAILABLE",
-      `${who} already serves ${files.db}${hello === null ? ` (it holds ${files.lock})` : ` on ${files.socket}`}`,
-    );
+    // The winner of a simultaneous start may not listen yet: ask for a moment.
+    const hello: HelloResult | null = await probeDaemon(socketPath, 500);
+    if (hello !== null && (hello.database === database || sameFile(fileIdentity(hello.database), fileIdentity(database)))) {
+      const alias = hello.database === database ? "" : ` under another name, ${hello.database} (the same file)`;
+      throw new SessionDBError("UNAVAILABLE", `a sessiondb daemon (pid ${hello.pid}) already serves ${database}${alias} on ${socketPath}`);
+    }
+    if (Date.now() > until) {
+      throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon already serves ${database} (it holds ${lockPath})`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -1,3 +1,4 @@
+import type { FileIdentity } from "../file-identity.js";
 import type { DaemonEngine } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import { ReaderPool } from "./reader-pool.js";
@@ -7,9 +8,10 @@ import { SCHEMA_VERSION } from "../engine/schema.js";
 import { newerSchemaError } from "../engine/database-file.js";
 
 /** The SQLite engine of the daemon: the writer thread, the reader threads, and the WAL guard. */
-export async function startSqliteEngine(resolved: ResolvedDaemonOptions): Promise<DaemonEngine> {
+export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identity: FileIdentity): Promise<DaemonEngine> {
   const writer = await WriterClient.start({
     path: resolved.path,
+    identity,
     synchronous: resolved.synchronous,
     maxBatch: resolved.maxBatch,
     maxBatchMs: resolved.maxBatchMs,

@@ -1,9 +1,12 @@
 /** Messages between the daemon's main thread and its writer thread. */
 import type { WireError } from "../errors.js";
+import type { FileIdentity } from "../file-identity.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 
 export interface WriterConfig {
   path: string;
+  /** The file the daemon serves: a commit made after `path` stops naming it is not acknowledged. */
+  identity: FileIdentity;
   synchronous: "FULL" | "NORMAL";
   /** Most requests in one transaction. */
   maxBatch: number;

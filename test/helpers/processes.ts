@@ -36,8 +36,14 @@ export class Child {
   #exited = false;
   #listeners = new Set<() => void>();
 
-  constructor(command: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-    this.#process = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+  constructor(
+    command: string,
+    args: readonly string[],
+    options: { cwd?: string; env?: NodeJS.ProcessEnv; user?: { uid: number; gid: number } } = {},
+  ) {
+    this.#process = spawn(command, args, {
+      cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"], uid: options.user?.uid, gid: options.user?.gid,
+    });
     this.#process.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       this.#stdout += chunk;
       this.#notify();
@@ -57,6 +63,11 @@ export class Child {
 
   get pid(): number | undefined {
     return this.#process.pid;
+  }
+
+  /** What it has printed so far. */
+  get stdout(): string {
+    return this.#stdout;
   }
 
   /** Resolves once the child has printed a line equal to `line`; rejects if it exits first. */

@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { positiveInt, positiveSeconds } from "../arguments.js";
+import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
@@ -17,8 +18,8 @@ interface ServeFlags {
 export function registerServe(program: Command): void {
   program
     .command("serve")
-    .description("run the daemon for the database in the foreground (logs to stderr)")
-    .option("--socket <path>", "the Unix socket (default: derived from the database path)")
+    .description("run the daemon for the database in the foreground (logs to stderr; exits 1 if the file is replaced under it)")
+    .option("--socket <path>", "the Unix socket (default: derived from the database path); only a stale socket of ours there is replaced, anything else makes serve refuse")
     .option("--readers <n>", "reader threads (default: the number of cores, 2 to 8)", positiveInt)
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
@@ -28,7 +29,13 @@ export function registerServe(program: Command): void {
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
       const { db } = globals;
-      checkDatabaseFile(filesOf(globals).db);
+      const files = filesOf(globals);
+      try {
+        checkDatabaseFile(files.db);
+      } catch (err) {
+        // A file this user may not use that another user's daemon holds: say whose it is.
+        throw othersLockFile(files.lock, err) ?? err;
+      }
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),

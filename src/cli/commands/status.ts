@@ -5,7 +5,7 @@ import { SessionDBError } from "../../errors.js";
 import { isPostgresUrl } from "../../pg/pg-url.js";
 import type { Engine } from "../../session-db.js";
 import { duration, plural, size } from "../format.js";
-import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
+import { daemonOrRefusal, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -19,6 +19,8 @@ export interface StatusReport {
   socket: string;
   /** The daemon's `stats`, or null when no daemon answers for the file. */
   daemon: DaemonStats | null;
+  /** Why a socket found for the file was not used: another user's (or swappable by one). */
+  refused: string | null;
   /** The path other commands take with the same flags. */
   route: "daemon" | "direct";
 }
@@ -32,7 +34,7 @@ export function registerStatus(program: Command): void {
       const out = new Output(globals.json === true);
       // `db`: the real path of a file, or a PostgreSQL URL without its password.
       const { db: path, socket } = filesOf(globals);
-      const client = await connectDaemon(globals);
+      const { store: client, refused } = await daemonOrRefusal(globals);
       let daemon: DaemonStats | null = null;
       try {
         if (client !== null) daemon = await client.daemon.stats();
@@ -44,7 +46,7 @@ export function registerStatus(program: Command): void {
         engine: isPostgresUrl(path) ? "postgres" : "sqlite",
         exists: isPostgresUrl(path) || existsSync(path),
         socket,
-        daemon, route: daemon !== null && !globals.direct ? "daemon" : "direct",
+        daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
       };
       out.result(report, () => printStatus(out, report, globals.direct === true));
       if (daemon === null) throw new SessionDBError("UNAVAILABLE", `no daemon serves ${report.database}`);
@@ -55,7 +57,9 @@ function printStatus(out: Output, r: StatusReport, direct: boolean): void {
   const { c } = out;
   out.line(`${c.bold("database")}  ${r.database}${r.exists ? "" : c.dim(" (does not exist yet)")}`);
   out.line(`${c.bold("engine")}    ${r.engine === "postgres" ? "PostgreSQL" : "SQLite"}`);
-  if (r.daemon === null) {
+  if (r.daemon === null && r.refused !== null) {
+    out.line(`${c.bold("daemon")}    ${c.yellow("not this user's")}: ${r.refused}`);
+  } else if (r.daemon === null) {
     out.line(`${c.bold("daemon")}    ${c.yellow("none")} answers on ${r.socket}`);
   } else {
     const d = r.daemon;
