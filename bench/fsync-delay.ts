@@ -7,8 +7,9 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { BENCH_SOURCE_DIR } from "./paths.js";
 
 /** The delay in milliseconds (a decimal number) the library reads at its first fsync. */
@@ -29,7 +30,7 @@ export class FsyncDelayBuildError extends Error {
 export function buildFsyncDelayLibrary(cacheDir: string): string {
   const source = readFileSync(SOURCE);
   const library = join(cacheDir, `fsync-delay-${createHash("sha256").update(source).digest("hex").slice(0, 12)}.so`);
-  if (existsSync(library)) return library;
+  if (existsSync(library)) return loadableByAnyone(library);
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${library}.tmp-${process.pid}`;
   const cc = spawnSync("cc", ["-shared", "-fPIC", "-O2", "-o", tmp, SOURCE, "-ldl"], { encoding: "utf8" });
@@ -41,7 +42,20 @@ export function buildFsyncDelayLibrary(cacheDir: string): string {
   }
   if (cc.status !== 0) throw new FsyncDelayBuildError(`cc failed to build ${SOURCE}:\n${cc.stderr}`);
   renameSync(tmp, library);
-  return library;
+  return loadableByAnyone(library);
+}
+
+/**
+ * A copy of the library that every user can load, in a fresh directory of its own: the PostgreSQL
+ * server of the PostgreSQL modes runs as an unprivileged user, which cannot read a private cache.
+ */
+function loadableByAnyone(library: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "sessiondb-fsync-delay-"));
+  chmodSync(dir, 0o755);
+  const copy = join(dir, basename(library));
+  copyFileSync(library, copy);
+  chmodSync(copy, 0o644);
+  return copy;
 }
 
 /** The environment variables that make a process (and all it starts) see fsync take `delayMs` longer. */

@@ -63,6 +63,10 @@ export class ReaderPool {
     this.#threads = threads;
     this.#pool = new Piscina<ReadTask, ReadOutcome>({
       filename: READER_URL.href,
+      // piscina tries require() before import(); Node 20's require() of an ES module aborts the
+      // whole process when the thread is ended while loading (an assertion in
+      // CreateRequiredModuleFacade, seen at shutdown). Without require(esm) it imports it.
+      execArgv: ["--no-experimental-require-module"],
       minThreads: threads + 1,
       maxThreads: threads + 1,
       idleTimeout: Number.POSITIVE_INFINITY,
