@@ -59,3 +59,13 @@ export function openPgPool(url: string, options: PgPoolOptions): PgPool {
   pool.on("error", () => undefined);
   return pool as unknown as PgPool;
 }
+
+/** Runs `fn` on one connection borrowed from the pool, and gives it back whatever happens. */
+export async function withPoolClient<T>(pool: PgPool, fn: (client: PgClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    return await fn(client);
+  } finally {
+    client.release();
+  }
+}

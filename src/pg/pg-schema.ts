@@ -5,7 +5,7 @@
  * several hosts starting at once migrate the database once.
  */
 import { SessionDBError } from "../errors.js";
-import type { PgClient, PgPool } from "./pg-connection.js";
+import { withPoolClient, type PgClient, type PgPool } from "./pg-connection.js";
 
 /**
  * The text a message is indexed as: ASCII punctuation (and `_`) becomes a space, so words split
@@ -120,13 +120,8 @@ export async function ensurePgSchema(client: PgClient): Promise<boolean> {
 }
 
 /** The database's schema version (0 before sessiondb made its tables). */
-export async function pgSchemaVersion(pool: PgPool): Promise<number> {
-  const client = await pool.connect();
-  try {
-    return await schemaVersion(client);
-  } finally {
-    client.release();
-  }
+export function pgSchemaVersion(pool: PgPool): Promise<number> {
+  return withPoolClient(pool, schemaVersion);
 }
 
 async function schemaVersion(client: PgClient): Promise<number> {
