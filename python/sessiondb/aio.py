@@ -8,7 +8,6 @@ import functools
 import time
 from typing import Any, AsyncIterator, Dict, List, Optional
 
-from .autostart import start_daemon
 from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
 from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
@@ -202,8 +201,7 @@ class AsyncSessionDB(Operations):
             if not target.autostart:
                 raise target.no_daemon(f"{err}; autostart is off") from None
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, start_daemon, target.database, target.socket_path,
-                                   target.explicit_socket, target.answers)
+        await loop.run_in_executor(None, target.start_daemon)
         try:
             return await self._open_first(max(deadline, time.monotonic() + 1.0))
         except NoDaemon as err:

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .errors import UnavailableError
 from .protocol import unavailable_message
@@ -39,9 +39,11 @@ def side_file(socket_path: str, suffix: str) -> str:
 
 
 def start_daemon(database: str, socket_path: str, explicit_socket: bool,
-                 answers: Callable[[], bool]) -> None:
+                 answers: Callable[[], bool], env: Optional[Dict[str, str]] = None) -> None:
     """Makes sure a daemon answers on the socket, starting one when none does. ``answers`` is a
-    probe that connects and says hello. Raises UnavailableError when no daemon could be had."""
+    probe that connects and says hello; ``env`` the daemon's environment, when not this one's
+    (a PostgreSQL password as ``PGPASSWORD``, never on its command line). Raises
+    UnavailableError when no daemon could be had."""
     command = daemon_command()
     if command is None:
         raise UnavailableError("UNAVAILABLE", unavailable_message(
@@ -64,13 +66,13 @@ def start_daemon(database: str, socket_path: str, explicit_socket: bool,
         # Whoever held the lock before us may have started one already.
         if answers():
             return
-        _spawn_and_wait(command, database, socket_path, explicit_socket, answers)
+        _spawn_and_wait(command, database, socket_path, explicit_socket, answers, env)
     finally:
         os.close(lock_fd)
 
 
 def _spawn_and_wait(command: List[str], database: str, socket_path: str, explicit_socket: bool,
-                    answers: Callable[[], bool]) -> None:
+                    answers: Callable[[], bool], env: Optional[Dict[str, str]]) -> None:
     args = command + ["serve", "--db", database, "--idle-exit", str(IDLE_EXIT_S)]
     if explicit_socket:
         args += ["--socket", socket_path]
@@ -79,7 +81,7 @@ def _spawn_and_wait(command: List[str], database: str, socket_path: str, explici
     try:
         process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-            start_new_session=True, close_fds=True,
+            start_new_session=True, close_fds=True, env=env,
         )
     except OSError as err:
         raise UnavailableError("UNAVAILABLE", unavailable_message(

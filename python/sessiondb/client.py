@@ -11,7 +11,8 @@ from .autostart import start_daemon
 from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .operations import READ, Operations
-from .paths import candidate_sockets, default_database_path, default_socket_path, real_database_path
+from .paths import candidate_sockets, database_identity, default_database_path, default_socket_path
+from .pg_url import is_postgres_url, pg_password_env
 from .protocol import optional, unavailable_message
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -44,10 +45,14 @@ class Target:
                  timeout: float, autostart: bool) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise InvalidArgumentError("INVALID_ARGUMENT", f"timeout must be a positive number of seconds, got {timeout!r}")
-        self.db_path = Path(db_path) if db_path is not None else Path(default_database_path())
-        self.database = real_database_path(self.db_path)
+        location = os.fspath(db_path) if db_path is not None else default_database_path()
+        # A URL stays a string (a Path would fold its "//"); the daemon names it by its identity,
+        # so that is what its hello is checked against and what a started daemon is given.
+        self.db_path: Union[str, Path] = location if is_postgres_url(location) else Path(location)
+        self.database = database_identity(location)
+        self._daemon_env = pg_password_env(location) if is_postgres_url(location) else None
         self.explicit_socket = socket_path is not None
-        self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(self.database)
+        self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(location)
         self.timeout = float(timeout)
         self.autostart = bool(autostart)
 
@@ -94,6 +99,10 @@ class Target:
         except NoDaemon:
             return False
 
+    def start_daemon(self) -> None:
+        """Autostart (blocking): a daemon for this database, unless one answers by then."""
+        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, self._daemon_env)
+
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
         try:
@@ -101,7 +110,7 @@ class Target:
         except NoDaemon as err:
             if not self.autostart:
                 raise self.no_daemon(f"{err}; autostart is off") from None
-        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers)
+        self.start_daemon()
         try:
             return self.open_first(max(deadline, time.monotonic() + 1.0))
         except NoDaemon as err:

@@ -8,30 +8,45 @@ import stat
 from typing import List, Mapping, Optional
 
 from .errors import UntrustedSocketError
+from .home import expand_home, home_dir
+from .pg_url import is_postgres_url, pg_identity
 
 # Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL).
 MAX_SOCKET_PATH_BYTES = 107
 
 
 def default_database_path(env: Optional[Mapping[str, str]] = None) -> str:
-    """``$SESSIONDB_PATH``, else ``$HERMES_HOME/state.db``, else ``~/.hermes/state.db``."""
+    """``$SESSIONDB_PATH`` (a file, or a PostgreSQL URL as it is), else ``$HERMES_HOME/state.db``,
+    else ``~/.hermes/state.db``."""
     env = os.environ if env is None else env
+    if is_postgres_url(env.get("SESSIONDB_PATH")):
+        return env["SESSIONDB_PATH"]
     if env.get("SESSIONDB_PATH"):
-        return os.path.abspath(env["SESSIONDB_PATH"])
+        return os.path.abspath(expand_home(env["SESSIONDB_PATH"]))
     if env.get("HERMES_HOME"):
-        return os.path.abspath(os.path.join(env["HERMES_HOME"], "state.db"))
-    return os.path.join(os.path.expanduser("~"), ".hermes", "state.db")
+        return os.path.abspath(os.path.join(expand_home(env["HERMES_HOME"]), "state.db"))
+    return os.path.normpath(os.path.join(home_dir(), ".hermes", "state.db"))
 
 
 def real_database_path(path: "os.PathLike[str] | str") -> str:
-    """The file's real path (links resolved), also for a file that does not exist yet."""
-    absolute = os.path.abspath(os.fspath(path))
+    """The file's real path (``~`` expanded, links resolved), also for a file that does not exist
+    yet; a PostgreSQL URL as it is."""
+    location = os.fspath(path)
+    if is_postgres_url(location):
+        return location
+    absolute = os.path.abspath(expand_home(location))
     if os.path.exists(absolute):
         return os.path.realpath(absolute)
     parent = os.path.dirname(absolute)
     if os.path.exists(parent):
         return os.path.join(os.path.realpath(parent), os.path.basename(absolute))
     return absolute
+
+
+def database_identity(location: str) -> str:
+    """What a daemon says it serves and a client checks: a file's real path, or a PostgreSQL
+    database's identity (never its password)."""
+    return pg_identity(location) if is_postgres_url(location) else real_database_path(location)
 
 
 def private_runtime_dir(env: Optional[Mapping[str, str]] = None) -> str:
@@ -43,13 +58,19 @@ def private_runtime_dir(env: Optional[Mapping[str, str]] = None) -> str:
 
 
 def default_socket_path(database_path: "os.PathLike[str] | str", env: Optional[Mapping[str, str]] = None) -> str:
-    """``<real db path>.sock`` when it fits, else a hash-named file in the private runtime dir."""
+    """``<real db path>.sock`` when it fits, else a hash-named file in the private runtime dir;
+    for a PostgreSQL URL always the latter, named by the hash of its identity (no password)."""
     real = real_database_path(database_path)
+    if is_postgres_url(real):
+        return os.path.join(private_runtime_dir(env), _hash_name(pg_identity(real, env)) + ".sock")
     beside = f"{real}.sock"
     if len(os.fsencode(beside)) <= MAX_SOCKET_PATH_BYTES:
         return beside
-    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".sock"
-    return os.path.join(private_runtime_dir(env), name)
+    return os.path.join(private_runtime_dir(env), _hash_name(real) + ".sock")
+
+
+def _hash_name(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def identity_socket_path(database: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
@@ -64,9 +85,10 @@ def identity_socket_path(database: str, env: Optional[Mapping[str, str]] = None)
 
 
 def candidate_sockets(database: str, socket_path: str, explicit: bool) -> List[str]:
-    """Where to look for the file's daemon, in order (README "Finding the daemon"): an explicit
-    socket alone; else the derived one, then the file's identity socket."""
-    if explicit:
+    """Where to look for the database's daemon, in order (README "Finding the daemon"): an
+    explicit socket, or a PostgreSQL database's socket, alone; else the derived one, then the
+    file's identity socket."""
+    if explicit or is_postgres_url(database):  # a PostgreSQL database has no file identity
         return [socket_path]
     identity = identity_socket_path(database)
     return [socket_path] if identity is None else [socket_path, identity]

@@ -1,5 +1,6 @@
 """Fixtures: a short temp dir per test, the repository's built CLI as the daemon (through a
-wrapper script that $SESSIONDB_BIN points at), and a running daemon for a fresh file."""
+wrapper script that $SESSIONDB_BIN points at), and a running daemon for a fresh database: the
+tests about the store's behaviour run once over SQLite and once over PostgreSQL (`engine`)."""
 from __future__ import annotations
 
 import shutil
@@ -9,7 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Optional, Union
 
 import pytest
 
@@ -17,8 +18,16 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "dist" / "src" / "cli" / "main.js"
 sys.path.insert(0, str(REPO / "python"))
 
+from postgres_server import PgServer, run_psql  # noqa: E402
 from sessiondb import SessionDB  # noqa: E402
 from sessiondb.paths import default_socket_path  # noqa: E402
+from sessiondb.pg_url import is_postgres_url  # noqa: E402
+
+# A database: a SQLite file's path, or a PostgreSQL database's URL.
+Location = Union[Path, str]
+ENGINES = ["sqlite", "postgres"]
+# For a test about SQLite itself (its file, a second sqlite3 writer): overrides `engine`.
+sqlite_only = pytest.mark.parametrize("engine", ["sqlite"])
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,17 +55,18 @@ def bin_env(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class Daemon:
-    """A `sessiondb serve` child of the test, for one database file."""
+    """A `sessiondb serve` child of the test, for one database (its output in ``log``, by default
+    beside the file)."""
 
-    def __init__(self, db: Path, extra: List[str]) -> None:
+    def __init__(self, db: Location, extra: List[str], log: Optional[Path] = None) -> None:
         self.db = db
         self.socket = default_socket_path(db)
-        self.log = open(db.parent / f"{db.name}.serve.log", "ab")
+        self.log = open(log or db.parent / f"{db.name}.serve.log", "ab")
         self.process = subprocess.Popen(
             ["node", str(CLI), "serve", "--db", str(db), "--readers", "2", *extra],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
         )
-        wait_for_daemon(self.socket, self.process)
+        wait_for_daemon(db, self.socket, self.process)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -72,24 +82,51 @@ class Daemon:
         self.log.close()
 
 
-def wait_for_daemon(socket_path: str, process: "subprocess.Popen[bytes]") -> None:
+def wait_for_daemon(db: Location, socket_path: str, process: "subprocess.Popen[bytes]") -> None:
     # Polls for the daemon's hello: no fixed sleep, and a daemon that dies fails the test at once.
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"the daemon exited with {process.returncode}")
         try:
-            SessionDB(Path(socket_path[:-5]), socket_path=socket_path, autostart=False, timeout=60).close()
+            SessionDB(db, socket_path=socket_path, autostart=False, timeout=60).close()
             return
         except Exception:
             time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server for the whole run, started by the first test that needs it. Without
+    PostgreSQL's server binaries every PostgreSQL test fails saying so (CI installs them)."""
+    server = PgServer.start(CLI)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def fresh_location(engine: str, tmp: Path, request: pytest.FixtureRequest) -> Location:
+    """A new database of the test's engine: a file in its temp dir, or a database on the server."""
+    if engine == "sqlite":
+        return tmp / "state.db"
+    return request.getfixturevalue("pg_server").create_database()
+
+
+def engine_of(location: Location) -> str:
+    return "postgres" if is_postgres_url(str(location)) else "sqlite"
 
 
 @pytest.fixture
 def start_daemon(tmp: Path, bin_env: Path) -> Iterator:
     started: List[Daemon] = []
 
-    def start(db: Path = None, *extra: str) -> Daemon:
-        daemon = Daemon(db or tmp / "state.db", list(extra))
+    def start(db: Location = None, *extra: str) -> Daemon:
+        db = db or tmp / "state.db"
+        daemon = Daemon(db, list(extra), tmp / f"serve-{len(started)}.log" if isinstance(db, str) else None)
         started.append(daemon)
         return daemon
 
@@ -99,8 +136,9 @@ def start_daemon(tmp: Path, bin_env: Path) -> Iterator:
 
 
 @pytest.fixture
-def daemon(start_daemon) -> Daemon:
-    return start_daemon()
+def daemon(start_daemon, fresh_location: Location) -> Daemon:
+    """A daemon of its own for the test, on a fresh database of the test's engine."""
+    return start_daemon(fresh_location)
 
 
 @pytest.fixture
@@ -110,8 +148,15 @@ def db(daemon: Daemon) -> Iterator[SessionDB]:
     handle.close()
 
 
-def run_sql(db: Path, statement: str, params: tuple = ()) -> list:
-    """A plain sqlite3 write or read on the file, beside the daemon (as a bypassing process)."""
+def run_sql(db: Location, statement: str, params: tuple = ()) -> list:
+    """A write or read on the database beside the daemon (as a bypassing process): plain sqlite3
+    on a file, psql on a PostgreSQL URL (``?`` placeholders either way; rows of text from psql)."""
+    if is_postgres_url(str(db)):
+        pieces = statement.split("?")
+        assert len(pieces) == len(params) + 1, statement
+        sql = pieces[0] + "".join(pg_literal(value) + piece for value, piece in zip(params, pieces[1:]))
+        output = run_psql(None, str(db), sql)
+        return [tuple(line.split("|")) for line in output.splitlines()]
     import sqlite3
 
     connection = sqlite3.connect(str(db), timeout=30, isolation_level=None)
@@ -119,6 +164,17 @@ def run_sql(db: Path, statement: str, params: tuple = ()) -> list:
         return connection.execute(statement, params).fetchall()
     finally:
         connection.close()
+
+
+def pg_literal(value: object) -> str:
+    """A test's parameter as an SQL literal for psql (standard_conforming_strings is on)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise TypeError(f"no SQL literal for {value!r}")
 
 
 class AsyncFacade:
@@ -171,12 +227,15 @@ class AsyncFacade:
         self._thread.join()
 
 
-@pytest.fixture(scope="session")
-def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """One daemon for the contract tests (each test empties the file first): a daemon per test
-    would spend most of the suite starting Node."""
+@pytest.fixture(scope="session", params=ENGINES)
+def shared_daemon(request: pytest.FixtureRequest) -> Iterator[Daemon]:
+    """One daemon per engine for the contract tests (each test empties the database first): a
+    daemon per test would spend most of the suite starting Node."""
     directory = Path(tempfile.mkdtemp(prefix="sdb-c-", dir="/tmp"))
-    daemon = Daemon(directory / "state.db", [])
+    if request.param == "sqlite":
+        daemon = Daemon(directory / "state.db", [])
+    else:
+        daemon = Daemon(request.getfixturevalue("pg_server").create_database(), [], directory / "serve.log")
     yield daemon
     daemon.stop()
     shutil.rmtree(directory, ignore_errors=True)

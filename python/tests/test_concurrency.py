@@ -1,5 +1,5 @@
-"""Threads through one SessionDB, and another Python process writing the file directly beside the
-daemon with the reference's BEGIN IMMEDIATE and jittered retry."""
+"""Threads through one SessionDB (over each engine), and another Python process writing the SQLite
+file directly beside the daemon with the reference's BEGIN IMMEDIATE and jittered retry."""
 from __future__ import annotations
 
 import random
@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import run_sql
+from conftest import run_sql, sqlite_only
 from sessiondb import SessionDB
 
 THREADS = 16
@@ -70,6 +70,7 @@ def direct_write(path: Path, statements, stop_after_s: float = 20.0) -> int:
         connection.close()
 
 
+@sqlite_only  # the reference's own writer opens the SQLite file
 def test_a_second_python_writer_on_the_same_file_at_the_same_time(db: SessionDB):
     path = db.db_path
     db.create_session("daemon-side", "cli")

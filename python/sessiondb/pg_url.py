@@ -1,0 +1,140 @@
+"""PostgreSQL locations: a ``postgres://`` or ``postgresql://`` URL, read exactly as the TypeScript
+side reads it (src/pg/pg-url.ts), so both derive the same identity and so the same daemon socket:
+libpq's URI forms, a Unix-socket directory as ``?host=/run/pg`` or a percent-encoded host, and the
+``PG*`` environment variables filling what the URL leaves out."""
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Dict, Mapping, NamedTuple, Optional
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+
+from .home import user_name
+
+_SCHEME = re.compile(r"postgres(ql)?://", re.IGNORECASE | re.ASCII)
+# The TypeScript URL_PARTS and host:port patterns, anchored at both ends as JavaScript's `^…$`.
+_URL_PARTS = re.compile(r"postgres(?:ql)?://(?:([^@/?]*)@)?([^/?]*)(?:/([^?]*))?(?:\?(.*))?",
+                        re.IGNORECASE | re.DOTALL | re.ASCII)
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:]*)(?::([0-9]*))?", re.DOTALL)
+_MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# JavaScript's Number(string) grammar (StringNumericLiteral) after trimming.
+_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)", re.ASCII)
+_JS_RADIX = re.compile(r"0([xXoObB])([0-9A-Za-z]+)", re.ASCII)
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+# encodeURIComponent leaves A-Z a-z 0-9 - _ . ! ~ * ' ( ) as they are; quote() always keeps the
+# letters, digits and "_.-~".
+_URI_COMPONENT_SAFE = "!*'()"
+DEFAULT_PORT = 5432
+
+
+def is_postgres_url(location: object) -> bool:
+    """True for a location that names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(location, str) and _SCHEME.match(location) is not None
+
+
+class PgTarget(NamedTuple):
+    """The parts of a URL that name one database: where, as whom, which."""
+
+    host: str
+    port: float
+    user: str
+    database: str
+
+
+def pg_target(url: str, env: Optional[Mapping[str, str]] = None) -> PgTarget:
+    env = os.environ if env is None else env
+    parts = _URL_PARTS.fullmatch(url)
+    user_info, host_port, path, search = (g or "" for g in parts.groups()) if parts else ("", "", "", "")
+    query = _search_params(search)
+    host_match = _HOST_PORT.fullmatch(host_port)
+    host_in_url = _decode(host_match.group(1)) if host_match else ""
+    port_in_url = (host_match.group(2) or "") if host_match else ""
+    user = _decode(user_info.split(":")[0]) or query.get("user") or env.get("PGUSER") or user_name() or "postgres"
+    port = _js_number(port_in_url or query.get("port") or env.get("PGPORT") or str(DEFAULT_PORT))
+    return PgTarget(
+        host=host_in_url or query.get("host") or env.get("PGHOST") or "localhost",
+        port=port if math.isfinite(port) else DEFAULT_PORT,
+        user=user,
+        database=_decode(path) or query.get("dbname") or env.get("PGDATABASE") or user,
+    )
+
+
+def pg_identity(url: str, env: Optional[Mapping[str, str]] = None) -> str:
+    """The database's identity: the normalized URL without the password, the same for every
+    spelling of one database. The daemon's socket is named by its hash and the daemon reports it
+    in its hello, so a password never reaches a socket name, a log or another client."""
+    t = pg_target(url, env)
+    user, database, port = _encode(t.user), _encode(t.database), _js_number_text(t.port)
+    if t.host.startswith("/"):
+        return f"postgresql://{user}@/{database}?host={_encode(t.host)}&port={port}"
+    return f"postgresql://{user}@{t.host}:{port}/{database}"
+
+
+def pg_password_env(url: str) -> Optional[Dict[str, str]]:
+    """The environment for a daemon started for ``url`` (which goes on its command line as its
+    identity, without the password): this one, plus the URL's password as ``PGPASSWORD``. None
+    when the URL holds no password."""
+    try:
+        raw = urlsplit(url).password or ""
+    except ValueError:
+        return None
+    password = _decode(raw, strict=True)
+    if not password:
+        return None
+    return dict(os.environ, PGPASSWORD=password)
+
+
+def _decode(text: str, strict: bool = False) -> str:
+    """JavaScript's decodeURIComponent; text it cannot decode stays as it is (or is "" when
+    ``strict``)."""
+    try:
+        if _MALFORMED_ESCAPE.search(text):
+            raise ValueError(text)
+        return unquote_to_bytes(text).decode("utf-8")
+    except (ValueError, UnicodeError):
+        return "" if strict else text
+
+
+def _encode(text: str) -> str:
+    """JavaScript's encodeURIComponent."""
+    return quote(text, safe=_URI_COMPONENT_SAFE)
+
+
+def _search_params(search: str) -> Dict[str, str]:
+    """The first value of each name, as URLSearchParams.get gives it (``+`` is a space)."""
+    params: Dict[str, str] = {}
+    for field in search.split("&"):
+        if not field:
+            continue
+        name, _, value = field.partition("=")
+        name, value = (unquote(s.replace("+", " "), errors="replace") for s in (name, value))
+        params.setdefault(name, value)
+    return params
+
+
+def _js_number(text: str) -> float:
+    """JavaScript's Number(string): NaN (not an error) for what is not a number."""
+    trimmed = text.strip(_JS_SPACE)
+    if trimmed == "":
+        return 0.0
+    radix = _JS_RADIX.fullmatch(trimmed)
+    if radix:
+        base = {"x": 16, "o": 8, "b": 2}[radix.group(1).lower()]
+        try:
+            return float(int(radix.group(2), base))
+        except ValueError:
+            return math.nan
+        except OverflowError:
+            return math.inf
+    if _JS_DECIMAL.fullmatch(trimmed):
+        return float(trimmed.replace("Infinity", "inf"))
+    return math.nan
+
+
+def _js_number_text(value: float) -> str:
+    """A port as JavaScript prints a number: whole numbers without a fraction."""
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return repr(value)
+
