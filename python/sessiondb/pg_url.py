@@ -54,7 +54,7 @@ def pg_target(url: str, env: Optional[Mapping[str, str]] = None) -> PgTarget:
     port = _js_number(port_in_url or query.get("port") or env.get("PGPORT") or str(DEFAULT_PORT))
     return PgTarget(
         host=host_in_url or query.get("host") or env.get("PGHOST") or "localhost",
-        port=port if math.isfinite(port) else DEFAULT_PORT,
+        port=port if math.isfinite(port) else float(DEFAULT_PORT),
         user=user,
         database=_decode(path) or query.get("dbname") or env.get("PGDATABASE") or user,
     )

@@ -16,7 +16,8 @@ import pytest
 from conftest import CLI, REPO, run_sql
 from fake_daemon import FakeDaemon, hello_ok
 from sessiondb import AsyncSessionDB, SessionDB, UnavailableError
-from sessiondb.paths import real_database_path
+from sessiondb.paths import default_socket_path, real_database_path
+from sessiondb.pg_url import pg_identity
 
 RACER = f"""
 import sys
@@ -31,8 +32,8 @@ db.close()
 """
 
 
-def daemon_pids(db: Path) -> List[int]:
-    """The `serve` processes for this file (through the wrapper script or not)."""
+def daemon_pids(db: "Path | str") -> List[int]:
+    """The `serve` processes for this file or PostgreSQL identity (through the wrapper script or not)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -47,7 +48,7 @@ def daemon_pids(db: Path) -> List[int]:
     return pids
 
 
-def stop_daemon(db: Path) -> None:
+def stop_daemon(db: "Path | str") -> None:
     """Asks the daemon serving `db` to shut down, and waits until its process is gone."""
     pids = daemon_pids(db)
     try:
@@ -99,6 +100,35 @@ def test_the_autostarted_daemon_is_detached_and_stops_after_its_idle_time(tmp: P
     assert cmdline[-6:-1] == [b"serve", b"--db", str(db).encode(), b"--idle-exit", b"600"]
     handle.close()
     stop_daemon(db)
+
+
+def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environment_only(
+        tmp: Path, bin_env: Path, pg_server):
+    url = pg_server.create_database().replace("postgresql:///", "postgresql://postgres:s3cret@/", 1)
+    identity = pg_identity(url)
+    handle = SessionDB(url)
+    try:
+        handle.create_session("s", "cli")
+        pid = handle._connected(10 ** 9).hello["pid"]
+        assert handle.socket_path == default_socket_path(url)
+        assert handle.socket_path.startswith(str(tmp / "run" / "sessiondb") + "/")
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        assert cmdline[-6:-1] == [b"serve", b"--db", identity.encode(), b"--idle-exit", b"600"]
+        assert not any(b"s3cret" in arg for arg in cmdline)
+        assert b"PGPASSWORD=s3cret" in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        log = Path(handle.socket_path[:-len(".sock")] + ".daemon.log")
+        assert log.exists() and os.stat(log).st_mode & 0o077 == 0
+
+        import asyncio
+
+        async def other_spelling():  # the URL without its password reaches the same daemon
+            async with AsyncSessionDB(url.replace("postgres:s3cret@", ""), autostart=False) as db:
+                return (await db._connected(time.monotonic() + 30)).hello["pid"], await db.session_count()
+
+        assert asyncio.run(other_spelling()) == (pid, 1)
+    finally:
+        handle.close()
+        stop_daemon(identity)
 
 
 def test_serve_idle_exit_stops_cleanly_once_no_client_is_connected(tmp: Path, bin_env: Path):

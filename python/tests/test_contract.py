@@ -1,5 +1,7 @@
-"""Every method through a real daemon, for SessionDB and AsyncSessionDB (the `store` fixture
-runs each test against both): the behaviours the TypeScript contract suite pins (SPEC 3)."""
+"""Every method through a real daemon, for SessionDB and AsyncSessionDB, over SQLite and over
+PostgreSQL (the `store` fixture runs each test against all four): the behaviours the TypeScript
+contract suite pins (SPEC 3). Where PostgreSQL cannot give SQLite's result (README "What differs
+from SQLite"), the test at the end says so, engine by engine."""
 from __future__ import annotations
 
 import sqlite3
@@ -7,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import run_sql
+from conftest import engine_of, run_sql
 from sessiondb import (
     ClosedError, ConstraintError, InvalidArgumentError, SessionDBError, TitleInUseError,
     TitleTooLongError,
@@ -400,3 +402,45 @@ def test_wrong_argument_types_are_value_errors_and_write_nothing(store):
     with pytest.raises(InvalidArgumentError):
         store.list_sessions_rich(limit=-1)
     assert store.session_count() == 0
+
+
+# -- where the engines differ (README "What differs from SQLite"; test/contract/engine-differences-contract.ts)
+
+def test_rank_gives_the_same_hits_ordered_by_bm25_or_ts_rank(store):
+    store.create_session("s", "cli")
+    once = store.append_message("s", "user", "deploy " + "filler " * 30)
+    thrice = store.append_message("s", "user", "deploy deploy deploy")
+    hits = [h["id"] for h in store.search_messages("deploy")]
+    assert sorted(hits) == [once, thrice], "the same hits on both"
+    assert hits[0] == thrice  # both rank the dense text first here; on other texts orders can differ
+
+
+def test_snippets_are_marked_on_both_and_cut_with_dots_on_sqlite_only(store):
+    store.create_session("s", "cli")
+    store.append_message("s", "user", "lead " * 60 + "needle" + " tail" * 60)
+    [hit] = store.search_messages("needle")
+    assert ">>>needle<<<" in hit["snippet"]
+    if engine_of(store.db_path) == "sqlite":  # FTS5: a 40-token window, "..." where cut
+        assert hit["snippet"].startswith("...") and hit["snippet"].endswith("...")
+    else:  # ts_headline: up to 40 words, no "..."
+        assert "..." not in hit["snippet"] and len(hit["snippet"].split()) <= 41
+
+
+def test_diacritics_are_folded_by_sqlite_only(store):
+    store.create_session("s", "cli")
+    cafe = store.append_message("s", "user", "un café noir")
+    assert [h["id"] for h in store.search_messages("café")] == [cafe], "the exact word on both"
+    folded = [h["id"] for h in store.search_messages("cafe")]
+    assert folded == ([cafe] if engine_of(store.db_path) == "sqlite" else [])
+
+
+def test_nul_in_text_is_stored_by_sqlite_and_refused_by_postgres_as_a_value_error(store):
+    store.create_session("s", "cli")
+    if engine_of(store.db_path) == "sqlite":
+        store.append_message("s", "user", "a\0b")
+        assert store.get_messages("s")[0]["content"] == "a\0b"
+    else:  # PostgreSQL's text cannot hold U+0000
+        with pytest.raises(ValueError) as caught:
+            store.append_message("s", "user", "a\0b")
+        assert caught.value.code == "INVALID_ARGUMENT"
+        assert store.message_count() == 0, "nothing was written"

@@ -2,6 +2,7 @@
 protocol, or one that does not answer in time: coded errors of the right Python types."""
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
@@ -24,6 +25,15 @@ def test_no_daemon_and_autostart_off_says_how_to_start_one(tmp: Path):
         SessionDB(tmp / "state.db", autostart=False)
     assert caught.value.code == "UNAVAILABLE"
     assert f"sessiondb serve --db {tmp / 'state.db'}" in str(caught.value)
+
+
+def test_no_daemon_for_a_postgres_url_names_it_without_its_password(tmp: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp / "run"))
+    for make in (SessionDB, lambda *a, **k: asyncio.run(AsyncSessionDB(*a, **k).connect())):
+        with pytest.raises(UnavailableError) as caught:
+            make("postgresql://me:s3cret@db.example/hermes", autostart=False)
+        assert "sessiondb serve --db postgresql://me@db.example:5432/hermes" in str(caught.value)
+        assert "s3cret" not in str(caught.value)
 
 
 def test_autostart_without_a_daemon_executable_is_unavailable(tmp: Path, monkeypatch: pytest.MonkeyPatch):

@@ -1,9 +1,11 @@
-"""Python and TypeScript agree: the socket path derived for a table of database paths, and the
-reference's pure helpers (sanitize_title, _sanitize_fts5_query, _contains_cjk)."""
+"""Python and TypeScript agree: the socket path derived for a table of database paths (with `~`)
+and of PostgreSQL URLs, the default database, and the reference's pure helpers (sanitize_title,
+_sanitize_fts5_query, _contains_cjk)."""
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from conftest import REPO
 from sessiondb import SessionDB, TitleTooLongError
 from sessiondb.paths import default_database_path, default_socket_path, real_database_path
-
+from sessiondb.pg_url import pg_identity, pg_password_env
 
 
 def node(script: str, payload, env=None):
@@ -46,9 +48,14 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
     unicode_dir.mkdir()
     deep = tmp / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
+    home = tmp / "home"
+    (home / "sub").mkdir(parents=True)
+    (home / "state.db").write_bytes(b"")
     monkeypatch.chdir(tmp)
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp / "run"))
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp / "run"), HOME=str(home))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp / "run"))
+    monkeypatch.setenv("HOME", str(home))
+    me = pwd.getpwuid(os.geteuid()).pw_name
     env.pop("SESSIONDB_PATH", None)
     monkeypatch.delenv("SESSIONDB_PATH", raising=False)
     paths = [
@@ -63,13 +70,98 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
         str(deep / "données-状態.db"),         # long and non-ASCII
         str(tmp / "missing-dir" / "x.db"),     # a directory that does not exist
         str(real_dir) + "/",                   # a trailing slash
+        "~/state.db",                          # in the home directory ($HOME)
+        "~",                                   # the home directory itself
+        f"~{me}/sub/x.db",                     # ~ with this user's own name
+        "~//sub/../state.db",                  # a doubled slash and dot segments after ~
+        "~nobody/x.db",                        # another user's ~: left as it is, relative
+        "sub/~/x.db",                          # a ~ that does not lead
     ]
     ts = node(SOCKET_SCRIPT, paths, env=env)
     assert [default_socket_path(p) for p in paths] == ts["sockets"]
     assert [real_database_path(p) for p in paths] == ts["reals"]
     assert ts["sockets"][1] == ts["sockets"][0] == ts["sockets"][2]
     assert ts["sockets"][7].startswith(str(tmp / "run" / "sessiondb") + "/")
+    assert ts["sockets"][11] == ts["sockets"][14] == f"{home}/state.db.sock"
+    assert ts["reals"][15] == str(tmp / "~nobody" / "x.db")
     assert default_database_path() == ts["fallback"]
+
+
+URL_SCRIPT = f"""
+import {{ readFileSync }} from "node:fs";
+import {{ defaultSocketPath, defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
+import {{ pgIdentity }} from "{REPO}/dist/src/pg/pg-url.js";
+const {{ urls, defaults }} = JSON.parse(readFileSync(0, "utf8"));
+const withEnv = (extra) => ({{ ...process.env, ...extra }});
+console.log(JSON.stringify({{
+  urls: urls.map(([url, extra]) => [defaultSocketPath(url, withEnv(extra)), pgIdentity(url, withEnv(extra))]),
+  defaults: defaults.map((extra) => defaultDatabasePath(withEnv(extra))),
+}}));
+"""
+
+# (URL, PG* variables beside it): every form libpq takes that the TypeScript side reads.
+URLS = [
+    ("postgresql://me:secret@db.example:5433/hermes", {}),             # with a password
+    ("postgres://me@db.example:5433/hermes", {}),                       # the same without it
+    ("postgres://db.example/hermes", {"PGUSER": "envuser"}),            # user from the environment
+    ("postgres://db.example/hermes", {}),                               # user: the login name
+    ("postgres:///hermes", {"PGHOST": "/run/pg", "PGPORT": "5434"}),    # socket dir from the environment
+    ("postgresql:///hermes?host=%2Fvar%2Frun%2Fpostgresql&user=postgres", {}),  # socket dir in the query
+    ("postgresql://%2Fvar%2Frun%2Fpostgresql/hermes", {}),              # percent-encoded socket-dir host
+    ("postgresql://us%40er:p%3Ass@h/da%20ta%C3%A9", {}),                # percent-encoded user and database
+    ("postgres://h", {}),                                               # default port; database = user
+    ("postgres://h", {"PGDATABASE": "envdb", "PGPORT": "6001"}),        # database and port from the environment
+    ("postgres://h?dbname=x&port=6000", {}),                            # database and port in the query
+    ("POSTGRESQL://H:5432/db", {}),                                     # scheme in capitals
+    ("postgres://[::1]:5433/db", {}),                                   # IPv6 host
+    ("postgres://h:/db", {"PGPORT": "7000"}),                           # an empty port
+    ("postgresql://me@h/db?port=0x1771", {}),                           # ports as JavaScript's Number() reads them
+    ("postgresql://me@h/db?port=%206002%20", {}),
+    ("postgresql://me@h/db?port=5e3", {}),
+    ("postgres://h/db?port=nope", {}),                                  # a port that is not a number
+    ("postgres://user:pw@h/db?user=other", {}),                         # the URL's user wins over the query's
+    ("postgres://h/db?host=elsewhere", {"PGHOST": "env"}),              # the URL's host wins
+    ("postgresql:///db?user=a+b&host=/tmp/x+y", {}),                    # + in the query is a space
+    ("postgresql://a+b@h/c+d", {}),                                     # + elsewhere is a +
+    ("postgres://us%zzer@h/d%E0%A4", {}),                               # malformed escapes kept as written
+    ("postgres://h/db?host=&user=", {"PGUSER": "u2"}),                  # empty query values fall through
+    ("postgres://h/数据库", {}),                                         # non-ASCII database name
+]
+
+
+def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monkeypatch: pytest.MonkeyPatch):
+    for name in ("PGUSER", "PGHOST", "PGPORT", "PGDATABASE", "SESSIONDB_PATH", "HERMES_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp / "run"))
+    monkeypatch.setenv("HOME", str(tmp))
+    defaults = [
+        {"SESSIONDB_PATH": "postgresql://me:pw@db/hermes"},  # a URL stays as it is, password and all
+        {"SESSIONDB_PATH": "~/x.db"},
+        {"HERMES_HOME": "~/.hermes"},
+        {"HERMES_HOME": "~"},
+        {},
+    ]
+    ts = node(URL_SCRIPT, {"urls": URLS, "defaults": defaults}, env=dict(os.environ))
+    python = [[default_socket_path(url, dict(os.environ, **extra)), pg_identity(url, dict(os.environ, **extra))]
+              for url, extra in URLS]
+    for row, mine, theirs in zip(URLS, python, ts["urls"]):
+        assert mine == theirs, row
+    assert [default_database_path(dict(os.environ, **extra)) for extra in defaults] == ts["defaults"]
+    sockets = [socket for socket, _ in python]
+    assert sockets[0] == sockets[1], "the password is not part of the identity"
+    assert all(s.startswith(str(tmp / "run" / "sessiondb") + "/") and len(os.path.basename(s)) == 37 for s in sockets)
+    assert all("secret" not in identity for _, identity in python)
+    assert python[2][1] == "postgresql://envuser@db.example:5432/hermes"
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert python[4][1] == f"postgresql://{me}@/hermes?host=%2Frun%2Fpg&port=5434"
+    assert python[5][1] == "postgresql://postgres@/hermes?host=%2Fvar%2Frun%2Fpostgresql&port=5432"
+    assert python[7][1] == "postgresql://us%40er@h:5432/da%20ta%C3%A9"
+
+
+def test_a_started_daemon_gets_the_urls_password_in_its_environment_only():
+    assert pg_password_env("postgresql://me:p%40ss%3A@h/db")["PGPASSWORD"] == "p@ss:"
+    assert pg_password_env("postgresql://me@h/db") is None
+    assert pg_identity("postgresql://me:p%40ss%3A@h/db") == "postgresql://me@h:5432/db"
 
 
 def test_the_default_database_path_follows_the_environment(tmp: Path, monkeypatch: pytest.MonkeyPatch):
