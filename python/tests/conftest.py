@@ -150,7 +150,8 @@ def db(daemon: Daemon) -> Iterator[SessionDB]:
 
 def run_sql(db: Location, statement: str, params: tuple = ()) -> list:
     """A write or read on the database beside the daemon (as a bypassing process): plain sqlite3
-    on a file, psql on a PostgreSQL URL (``?`` placeholders either way; rows of text from psql)."""
+    on a file, psql on a PostgreSQL URL (``?`` placeholders either way; rows of text from psql).
+    Several statements without parameters run as one script (one psql process)."""
     if is_postgres_url(str(db)):
         pieces = statement.split("?")
         assert len(pieces) == len(params) + 1, statement
@@ -161,6 +162,10 @@ def run_sql(db: Location, statement: str, params: tuple = ()) -> list:
 
     connection = sqlite3.connect(str(db), timeout=30, isolation_level=None)
     try:
+        if ";" in statement:  # several statements, no parameters
+            assert not params, statement
+            connection.executescript(statement)
+            return []
         return connection.execute(statement, params).fetchall()
     finally:
         connection.close()
@@ -243,8 +248,7 @@ def shared_daemon(request: pytest.FixtureRequest) -> Iterator[Daemon]:
 
 @pytest.fixture(params=["sync", "async"])
 def store(request: pytest.FixtureRequest, shared_daemon: Daemon):
-    run_sql(shared_daemon.db, "DELETE FROM messages")
-    run_sql(shared_daemon.db, "DELETE FROM sessions")
+    run_sql(shared_daemon.db, "DELETE FROM messages; DELETE FROM sessions")
     handle = (SessionDB if request.param == "sync" else AsyncFacade)(shared_daemon.db, autostart=False)
     yield handle
     if request.param == "sync":

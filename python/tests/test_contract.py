@@ -123,7 +123,7 @@ def test_resolve_session_id(store):
 def test_search_sessions_and_session_count(store):
     for i in range(25):
         store.create_session(f"s{i:02d}", "cli" if i % 2 else "telegram")
-        run_sql(store.db_path, "UPDATE sessions SET started_at = ? WHERE id = ?", (1000 + i, f"s{i:02d}"))
+    run_sql(store.db_path, "UPDATE sessions SET started_at = 1000 + CAST(substr(id, 2) AS INTEGER)")
     assert len(store.search_sessions()) == 20
     rows = store.search_sessions(source="cli", limit=3, offset=1)
     assert [r["id"] for r in rows] == ["s21", "s19", "s17"]
