@@ -39,7 +39,8 @@ class Misses:
 
 
 class Target:
-    """Where a client's daemon is, resolved once: the database's real path and the socket."""
+    """Where a client's daemon is, resolved once: the database (a file's real path, or a
+    PostgreSQL database's identity) and the socket."""
 
     def __init__(self, db_path: Optional[PathLike], socket_path: Optional[PathLike],
                  timeout: float, autostart: bool) -> None:
@@ -48,9 +49,9 @@ class Target:
         location = os.fspath(db_path) if db_path is not None else default_database_path()
         # A URL stays a string (a Path would fold its "//"); the daemon names it by its identity,
         # so that is what its hello is checked against and what a started daemon is given.
-        self.db_path: Union[str, Path] = location if is_postgres_url(location) else Path(location)
+        self._url = location if is_postgres_url(location) else None
+        self.db_path: Union[str, Path] = location if self._url else Path(location)
         self.database = database_identity(location)
-        self._daemon_env = pg_password_env(location) if is_postgres_url(location) else None
         self.explicit_socket = socket_path is not None
         self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(location)
         self.timeout = float(timeout)
@@ -101,7 +102,8 @@ class Target:
 
     def start_daemon(self) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
-        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, self._daemon_env)
+        env = pg_password_env(self._url) if self._url else None
+        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env)
 
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
