@@ -103,7 +103,7 @@ def test_the_autostarted_daemon_is_detached_and_stops_after_its_idle_time(tmp: P
 
 
 def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environment_only(
-        tmp: Path, bin_env: Path, pg_server):
+        tmp: Path, bin_env: Path, pg_server, monkeypatch: pytest.MonkeyPatch):
     url = pg_server.create_database().replace("postgresql:///", "postgresql://postgres:s3cret@/", 1)
     identity = pg_identity(url)
     handle = SessionDB(url)
@@ -126,6 +126,9 @@ def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environme
                 return (await db._connected(time.monotonic() + 30)).hello["pid"], await db.session_count()
 
         assert asyncio.run(other_spelling()) == (pid, 1)
+        monkeypatch.setenv("SESSIONDB_PATH", url)  # the default database may be a URL too
+        with SessionDB(autostart=False) as by_default:
+            assert by_default._connected(10 ** 9).hello["pid"] == pid
     finally:
         handle.close()
         stop_daemon(identity)
