@@ -102,9 +102,10 @@ def _encode(text: str) -> str:
 
 
 def _search_params(search: str) -> Dict[str, str]:
-    """The first value of each name, as URLSearchParams.get gives it (``+`` is a space)."""
+    """The first value of each name, as URLSearchParams.get gives it (``+`` is a space; a
+    leading ``?`` is dropped, as its constructor drops one)."""
     params: Dict[str, str] = {}
-    for field in search.split("&"):
+    for field in search[1:].split("&") if search.startswith("?") else search.split("&"):
         if not field:
             continue
         name, _, value = field.partition("=")

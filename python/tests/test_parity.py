@@ -125,6 +125,7 @@ URLS = [
     ("postgresql://a+b@h/c+d", {}),                                     # + elsewhere is a +
     ("postgres://us%zzer@h/d%E0%A4", {}),                               # malformed escapes kept as written
     ("postgres://h/db?host=&user=", {"PGUSER": "u2"}),                  # empty query values fall through
+    ("postgres://h/db??port=6003&&user=%E2%82%AC", {}),                 # a doubled ?, an empty field, UTF-8
     ("postgres://h/数据库", {}),                                         # non-ASCII database name
 ]
 
