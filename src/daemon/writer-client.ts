@@ -1,7 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../operation-catalogue.js";
-import type { WriterStats } from "../protocol/control.js";
+import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -48,11 +48,14 @@ export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStat
 
 /**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
- * that come back after each COMMIT, and restarts the thread if it dies (its in-flight requests
- * fail with INTERNAL: they were not acknowledged, so nothing acknowledged is lost).
+ * that come back after each COMMIT, and restarts the thread if it dies. Its in-flight requests
+ * then fail: with INTERNAL when they were not committed, with OUTCOME_UNKNOWN when the thread
+ * died while committing them (nothing acknowledged is lost, and nothing failed INTERNAL is there).
  */
 export class WriterClient {
   readonly #config: WriterConfig;
+  /** The seqs of the batch the thread is committing (see `WriterConfig.committing`). */
+  readonly #committing: Float64Array;
   #worker!: Worker;
   #pending = new Map<number, Pending>();
   #outbox: WriteJob[] = [];
@@ -71,13 +74,15 @@ export class WriterClient {
 
   readonly #log: (line: string) => void;
 
-  private constructor(config: WriterConfig, log: (line: string) => void) {
-    this.#config = config;
+  private constructor(config: Omit<WriterConfig, "committing">, log: (line: string) => void) {
+    const committing = new SharedArrayBuffer(2 * Float64Array.BYTES_PER_ELEMENT);
+    this.#config = { ...config, committing };
+    this.#committing = new Float64Array(committing);
     this.#log = log;
   }
 
   /** Starts the writer thread; what it has to say goes to `log` (the daemon's). */
-  static async start(config: WriterConfig, log: (line: string) => void): Promise<WriterClient> {
+  static async start(config: Omit<WriterConfig, "committing">, log: (line: string) => void): Promise<WriterClient> {
     const client = new WriterClient(config, log);
     await client.#spawn();
     return client;
@@ -117,9 +122,9 @@ export class WriterClient {
     this.#send({ type: "hold", on });
   }
 
-  /** Test hook: makes the writer thread throw (only when fault injection is on). */
-  crash(): void {
-    this.#send({ type: "crash" });
+  /** Test hook: makes the writer thread throw at `at` (only when fault injection is on). */
+  crash(at: WriterCrashPoint): void {
+    this.#send({ type: "crash", at });
   }
 
   /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
@@ -183,6 +188,10 @@ export class WriterClient {
     });
   }
 
+  /**
+   * Runs once the dead thread's last messages were handled (Node delivers them before "exit"), so
+   * what is still pending got no outcome from it.
+   */
   async #restart(): Promise<void> {
     this.#restarts++;
     const lost = this.#pending;
@@ -194,8 +203,16 @@ export class WriterClient {
       lost.delete(job.seq);
       this.#pending.set(job.seq, waiting);
     }
-    for (const p of lost.values()) {
-      p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
+    // A batch is a run of consecutive queued seqs, less those already answered: every pending
+    // write in its range is one of its own.
+    const [first = 0, last = 0] = this.#committing;
+    this.#committing.fill(0);
+    for (const [seq, p] of lost) {
+      p.reject(
+        seq >= first && seq <= last
+          ? new SessionDBError("OUTCOME_UNKNOWN", "the writer thread died while committing this write, before it could answer: it may or may not have been applied; read before retrying")
+          : new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"),
+      );
     }
     for (const waiter of this.#checkpointWaiters.splice(0)) {
       waiter.reject(new SessionDBError("INTERNAL", "the writer thread died before the checkpoint ran"));
