@@ -57,6 +57,8 @@ export class WriterClient {
   /** The seqs of the batch the thread is committing (see `WriterConfig.committing`). */
   readonly #committing: Float64Array;
   #worker!: Worker;
+  /** The current thread said it is ready: until then writes wait in the outbox. */
+  #workerReady = false;
   #pending = new Map<number, Pending>();
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
@@ -102,8 +104,12 @@ export class WriterClient {
     });
   }
 
-  /** One message per turn of the event loop, however many requests arrived in it. */
+  /**
+   * One message per turn of the event loop, however many requests arrived in it. Only to a thread
+   * that is ready: one that fails to start never takes a write with it.
+   */
   #flush(): void {
+    if (!this.#workerReady) return;
     const jobs = this.#outbox;
     this.#outbox = [];
     if (jobs.length > 0) this.#send({ type: "writes", jobs });
@@ -158,16 +164,26 @@ export class WriterClient {
     this.#worker.postMessage(message);
   }
 
+  /**
+   * Starts a thread; resolves once it is ready, rejects if it ends before. Whether it was ready is
+   * decided at its "exit", never at its "error": the error comes on another port than "ready" and
+   * can be heard first even when the thread died after saying it (then taken for a failed start,
+   * it was started again beside the restart its exit set off: two writer threads).
+   */
   #spawn(): Promise<void> {
     return new Promise((resolve, reject) => {
       const worker = new Worker(WRITER_URL, { workerData: this.#config });
       this.#worker = worker;
+      this.#workerReady = false;
       let ready = false;
+      let died: Error | null = null;
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
           this.newerVersion = message.newerVersion;
+          this.#workerReady = true;
           resolve();
+          this.#flush();
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));
         } else {
@@ -175,14 +191,15 @@ export class WriterClient {
         }
       });
       worker.on("error", (err) => {
-        if (!ready) reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${err.message}`));
-        else this.#log(`the writer thread died: ${err.message}`);
+        died = err;
       });
+      // Node delivers what the thread posted before "exit": `ready` is final here.
       worker.on("exit", () => {
         if (!ready) {
-          reject(new SessionDBError("INTERNAL", "the writer thread exited before it was ready"));
+          reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${died?.message ?? "it exited before it was ready"}`));
           return;
         }
+        if (died !== null) this.#log(`the writer thread died: ${died.message}`);
         if (this.#closing === null) void this.#restart();
       });
     });

@@ -147,7 +147,8 @@ export function freshDbPath(t: TestContext): string {
  */
 export async function holdWriteLock(t: TestContext, dbPath: string): Promise<{ release(): Promise<void> }> {
   const releaseFile = `${dbPath}.release-lock`;
-  const holder = spawnPython(sourceFixture("hermes_writer.py"), ["hold", dbPath, "60", releaseFile]);
+  // Its own time limit only frees a lock a failed test never released.
+  const holder = spawnPython(sourceFixture("hermes_writer.py"), ["hold", dbPath, "600", releaseFile]);
   t.after(() => killAndWait(holder));
   await holder.waitForLine("locked");
   return {
