@@ -14,6 +14,7 @@ import { openSessionDB, sanitizeFtsQuery } from "../src/index.js";
 import { freshDbPath, startDaemon } from "./helpers/daemon.js";
 import { rawAll, rawGet, rawRun, rawWrite } from "./helpers/raw-db.js";
 import { tempDir } from "./helpers/temp-dir.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 const indexedIds = (path: string) => rawAll<{ id: number }>(path, "SELECT rowid AS id FROM messages_cjk ORDER BY rowid").map((r) => r.id);
 const mark = (path: string) => rawGet<{ high_water: number }>(path, "SELECT high_water FROM messages_cjk_state")?.high_water;
@@ -55,8 +56,7 @@ test("a daemon started on a file of unindexed messages indexes them while idle, 
   const hits = await db.searchMessages("号数据库记", { limit: 5000 });
   assert.equal(hits.length, count / 3, "every CJK message is found, indexed yet or not");
   const top = rawGet<{ id: number }>(path, "SELECT max(id) AS id FROM messages")!.id;
-  for (let i = 0; i < 600 && mark(path) !== top; i++) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(mark(path), top, "the backlog got indexed");
+  await waitUntil("the backlog indexed", () => mark(path) === top);
   assert.equal(indexedIds(path).length, count / 3);
   assert.equal((await db.searchMessages("号数据库记", { limit: 5000 })).length, count / 3);
 });

@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { AppenderConfig } from "./fixtures/daemon-appender.js";
 import type { WriterConfig, WriterReport } from "./fixtures/direct-writer.js";
 import { killAndWait, shortTempDir, startDaemon } from "./helpers/daemon.js";
 import { compiledFixture, lastJsonLine, releaseTogether, sourceFixture, spawnNode, spawnPython, type Child } from "./helpers/processes.js";
 import { rawAll, rawGet, rawRun } from "./helpers/raw-db.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 interface Acked {
   id: number;
@@ -37,12 +37,8 @@ function spawnAppender(t: TestContext, config: AppenderConfig): Child {
   return child;
 }
 
-async function waitForMessages(dbPath: string, atLeast: number): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if ((rawGet<{ n: number }>(dbPath, "SELECT COUNT(*) AS n FROM messages")?.n ?? 0) >= atLeast) return;
-    await sleep(10);
-  }
-  throw new Error(`fewer than ${atLeast} messages were ever written`);
+function waitForMessages(dbPath: string, atLeast: number): Promise<void> {
+  return waitUntil(`${atLeast} messages written`, () => (rawGet<{ n: number }>(dbPath, "SELECT COUNT(*) AS n FROM messages")?.n ?? 0) >= atLeast);
 }
 
 /** The file is sound: integrity, FTS index, and every session's counter equals its real rows. */

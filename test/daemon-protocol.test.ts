@@ -12,6 +12,7 @@ import { controlOf, daemonStats, freshDbPath, startDaemon, type DaemonProcess } 
 import { rawAll, rawGet, rawWrite } from "./helpers/raw-db.js";
 import { RawConnection, type Reply } from "./helpers/raw-connection.js";
 import { buildSpecFile } from "./helpers/sqlite-files.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 /** A well-behaved client, on a connection of its own, can still write, read back and search. */
 async function assertHealthy(daemon: DaemonProcess): Promise<void> {
@@ -373,7 +374,7 @@ test("clients that vanish mid-request: each write is whole or absent, and other 
     conn.destroy();
   }
   // Let everything the vanished clients queued finish.
-  for (let i = 0; i < 500 && (await daemonStats(steady)).queueDepth > 0; i++) await sleep(10);
+  await waitUntil("the vanished clients' requests to finish", async () => (await daemonStats(steady)).queueDepth === 0);
   stop = true;
   await steadyLoop;
   assert.ok(steadyWrites > 0);

@@ -35,6 +35,8 @@ const LOCK_RETRY: RetryPolicy = { budgetMs: Infinity, maxAttempts: Infinity, min
 const OPEN_RETRY: RetryPolicy = { ...LOCK_RETRY, maxAttempts: 1000 };
 const LOCK_BUSY_TIMEOUT_MS = 100;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** [first, last] seq of the batch being committed and not yet answered; [0, 0] otherwise. */
+const committing = new Float64Array(config.committing);
 
 const queue: WriteJob[] = [];
 let pendingCheckpoint: ToWriter & { type: "checkpoint" } | null = null;
@@ -53,6 +55,8 @@ let reclaimWal = false;
 let fileReplaced = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
+/** Fault injection: the thread dies right after its next COMMIT, before answering that batch. */
+let crashAfterCommit = false;
 /** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
 let cjkBehind = false;
 /** Messages indexed per idle catch-up transaction. */
@@ -209,6 +213,9 @@ function runBatch(conn: Connection): boolean {
   if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => deletesMessages(j.op));
   const commitStart = performance.now();
   if (conn.inTransaction) {
+    // Until these outcomes are posted, a death of this thread leaves their fate unknown.
+    committing[0] = jobs[0]?.seq ?? 0;
+    committing[1] = jobs.at(-1)?.seq ?? 0;
     try {
       tx.commit.run();
       if (!stillServed(config.path, config.identity)) {
@@ -227,7 +234,9 @@ function runBatch(conn: Connection): boolean {
   }
   const end = performance.now();
   if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
+  if (crashAfterCommit) throw new Error("writer crashed after COMMIT on purpose (fault injection)");
   post({ type: "batch", outcomes, commitMs: end - commitStart, lockMs: end - lockedAt });
+  committing.fill(0);
   return true;
 }
 
@@ -353,7 +362,9 @@ if (db !== null) {
         held = false;
         break;
       case "crash":
-        if (config.faultInjection) throw new Error("writer crashed on purpose (fault injection)");
+        if (!config.faultInjection) break;
+        if (message.at === "afterCommit") crashAfterCommit = true;
+        else throw new Error("writer crashed on purpose (fault injection)");
         break;
       case "maxPageCount":
         // SQLite's largest page count lifts the cap.

@@ -1,6 +1,6 @@
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
-import type { ControlOp, ControlResult, DaemonStats, HelloResult } from "../protocol/control.js";
+import { WRITER_CRASH_POINTS, type ControlOp, type ControlResult, type DaemonStats, type HelloResult, type WriterCrashPoint } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
@@ -34,9 +34,9 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
       setImmediate(() => void ctx.close());
       return null;
     },
-    faultCrashWriter: () => {
+    faultCrashWriter: (args) => {
       requireFaultInjection();
-      ctx.writer.crash();
+      ctx.writer.crash(crashPoint(args[0]));
       return null;
     },
     faultCrashReader: (args) => {
@@ -76,4 +76,12 @@ function faultCount(value: unknown, fallback: number | null): number {
   if (value === undefined && fallback !== null) return fallback;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) throw invalidArgument("this fault-injection op takes a positive count");
   return value;
+}
+
+/** Where `faultCrashWriter` kills the writer: `now` when it is left out. */
+function crashPoint(value: unknown): WriterCrashPoint {
+  if (value === undefined) return "now";
+  const point = WRITER_CRASH_POINTS.find((p) => p === value);
+  if (point === undefined) throw invalidArgument(`faultCrashWriter takes one of ${WRITER_CRASH_POINTS.join(", ")}`);
+  return point;
 }

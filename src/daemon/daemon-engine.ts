@@ -5,7 +5,7 @@
  * (src/pg/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
  */
 import type { OpName, WriteOpName } from "../operation-catalogue.js";
-import type { ReaderStats, WriterStats } from "../protocol/control.js";
+import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";
 import type { SessionDBError } from "../errors.js";
 import type { ReadRequester } from "./reader-pool.js";
@@ -16,8 +16,8 @@ export interface DaemonWriter {
   /** Runs the write in the next group commit; resolves once it is committed. */
   write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown>;
   stats(): WriterStats;
-  /** Fault injection: the writer fails its current batch as if it died. */
-  crash(): void;
+  /** Fault injection: the writer dies (or fails its next batch as if it had) at `at`. */
+  crash(at: WriterCrashPoint): void;
   /** Fault injection: caps the database's size (a full disk); null lifts the cap. */
   maxPageCount(pages: number | null): void;
   /** Lets every queued write finish, then stops. */

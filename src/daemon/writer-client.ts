@@ -1,7 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../operation-catalogue.js";
-import type { WriterStats } from "../protocol/control.js";
+import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -48,12 +48,17 @@ export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStat
 
 /**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
- * that come back after each COMMIT, and restarts the thread if it dies (its in-flight requests
- * fail with INTERNAL: they were not acknowledged, so nothing acknowledged is lost).
+ * that come back after each COMMIT, and restarts the thread if it dies. Its in-flight requests
+ * then fail: with INTERNAL when they were not committed, with OUTCOME_UNKNOWN when the thread
+ * died while committing them (nothing acknowledged is lost, and nothing failed INTERNAL is there).
  */
 export class WriterClient {
   readonly #config: WriterConfig;
+  /** The seqs of the batch the thread is committing (see `WriterConfig.committing`). */
+  readonly #committing: Float64Array;
   #worker!: Worker;
+  /** The current thread said it is ready: until then writes wait in the outbox. */
+  #workerReady = false;
   #pending = new Map<number, Pending>();
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
@@ -71,13 +76,15 @@ export class WriterClient {
 
   readonly #log: (line: string) => void;
 
-  private constructor(config: WriterConfig, log: (line: string) => void) {
-    this.#config = config;
+  private constructor(config: Omit<WriterConfig, "committing">, log: (line: string) => void) {
+    const committing = new SharedArrayBuffer(2 * Float64Array.BYTES_PER_ELEMENT);
+    this.#config = { ...config, committing };
+    this.#committing = new Float64Array(committing);
     this.#log = log;
   }
 
   /** Starts the writer thread; what it has to say goes to `log` (the daemon's). */
-  static async start(config: WriterConfig, log: (line: string) => void): Promise<WriterClient> {
+  static async start(config: Omit<WriterConfig, "committing">, log: (line: string) => void): Promise<WriterClient> {
     const client = new WriterClient(config, log);
     await client.#spawn();
     return client;
@@ -97,8 +104,12 @@ export class WriterClient {
     });
   }
 
-  /** One message per turn of the event loop, however many requests arrived in it. */
+  /**
+   * One message per turn of the event loop, however many requests arrived in it. Only to a thread
+   * that is ready: one that fails to start never takes a write with it.
+   */
   #flush(): void {
+    if (!this.#workerReady) return;
     const jobs = this.#outbox;
     this.#outbox = [];
     if (jobs.length > 0) this.#send({ type: "writes", jobs });
@@ -117,9 +128,9 @@ export class WriterClient {
     this.#send({ type: "hold", on });
   }
 
-  /** Test hook: makes the writer thread throw (only when fault injection is on). */
-  crash(): void {
-    this.#send({ type: "crash" });
+  /** Test hook: makes the writer thread throw at `at` (only when fault injection is on). */
+  crash(at: WriterCrashPoint): void {
+    this.#send({ type: "crash", at });
   }
 
   /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
@@ -153,16 +164,26 @@ export class WriterClient {
     this.#worker.postMessage(message);
   }
 
+  /**
+   * Starts a thread; resolves once it is ready, rejects if it ends before. Whether it was ready is
+   * decided at its "exit", never at its "error": the error comes on another port than "ready" and
+   * can be heard first even when the thread died after saying it (then taken for a failed start,
+   * it was started again beside the restart its exit set off: two writer threads).
+   */
   #spawn(): Promise<void> {
     return new Promise((resolve, reject) => {
       const worker = new Worker(WRITER_URL, { workerData: this.#config });
       this.#worker = worker;
+      this.#workerReady = false;
       let ready = false;
+      let died: Error | null = null;
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
           this.newerVersion = message.newerVersion;
+          this.#workerReady = true;
           resolve();
+          this.#flush();
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));
         } else {
@@ -170,19 +191,24 @@ export class WriterClient {
         }
       });
       worker.on("error", (err) => {
-        if (!ready) reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${err.message}`));
-        else this.#log(`the writer thread died: ${err.message}`);
+        died = err;
       });
+      // Node delivers what the thread posted before "exit": `ready` is final here.
       worker.on("exit", () => {
         if (!ready) {
-          reject(new SessionDBError("INTERNAL", "the writer thread exited before it was ready"));
+          reject(new SessionDBError("INTERNAL", `the writer thread failed to start: ${died?.message ?? "it exited before it was ready"}`));
           return;
         }
+        if (died !== null) this.#log(`the writer thread died: ${died.message}`);
         if (this.#closing === null) void this.#restart();
       });
     });
   }
 
+  /**
+   * Runs once the dead thread's last messages were handled (Node delivers them before "exit"), so
+   * what is still pending got no outcome from it.
+   */
   async #restart(): Promise<void> {
     this.#restarts++;
     const lost = this.#pending;
@@ -194,8 +220,16 @@ export class WriterClient {
       lost.delete(job.seq);
       this.#pending.set(job.seq, waiting);
     }
-    for (const p of lost.values()) {
-      p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
+    // A batch is a run of consecutive queued seqs, less those already answered: every pending
+    // write in its range is one of its own.
+    const [first = 0, last = 0] = this.#committing;
+    this.#committing.fill(0);
+    for (const [seq, p] of lost) {
+      p.reject(
+        seq >= first && seq <= last
+          ? new SessionDBError("OUTCOME_UNKNOWN", "the writer thread died while committing this write, before it could answer: it may or may not have been applied; read before retrying")
+          : new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"),
+      );
     }
     for (const waiter of this.#checkpointWaiters.splice(0)) {
       waiter.reject(new SessionDBError("INTERNAL", "the writer thread died before the checkpoint ran"));

@@ -2,6 +2,7 @@
 import type { WireError } from "../errors.js";
 import type { FileIdentity } from "../file-identity.js";
 import type { WriteOpName } from "../operation-catalogue.js";
+import type { WriterCrashPoint } from "../protocol/control.js";
 
 export interface WriterConfig {
   path: string;
@@ -22,6 +23,12 @@ export interface WriterConfig {
   idleCheckpointMs: number;
   /** Lets tests crash the thread on purpose (the `faultCrashWriter` op); never set in production. */
   faultInjection: boolean;
+  /**
+   * Two float64s the thread sets to the first and last seq of the batch it is committing, from
+   * just before COMMIT until that batch's outcomes are posted (0 and 0 otherwise). If the thread
+   * dies in between, the daemon cannot know whether those writes were committed.
+   */
+  committing: SharedArrayBuffer;
 }
 
 export interface WriteJob {
@@ -38,7 +45,7 @@ export type ToWriter =
   /** While on, no transaction begins (writes queue): the WAL is over its limit and a TRUNCATE is coming. */
   | { type: "hold"; on: boolean }
   | { type: "close" }
-  | { type: "crash" }
+  | { type: "crash"; at: WriterCrashPoint }
   /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
   | { type: "maxPageCount"; pages: number | null };
 

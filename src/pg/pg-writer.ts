@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
 import { jitterMs, type RetryPolicy } from "../engine/transaction.js";
 import type { WriteOpName } from "../operation-catalogue.js";
-import type { WriterStats } from "../protocol/control.js";
+import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { DaemonWriter } from "../daemon/daemon-engine.js";
 import { commitFigures, Window } from "../daemon/writer-client.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
@@ -69,7 +69,8 @@ export class PgWriter implements DaemonWriter {
     });
   }
 
-  crash(): void {
+  crash(at: WriterCrashPoint): void {
+    if (at !== "now") throw new SessionDBError("INVALID_ARGUMENT", `faultCrashWriter at ${at} stops a SQLite writer thread; this daemon serves PostgreSQL`);
     this.#crashNext = true;
   }
 
@@ -184,8 +185,8 @@ export class PgWriter implements DaemonWriter {
       if (committing && isConnectionError(err)) {
         broken = true;
         throw new SessionDBError(
-          "INTERNAL",
-          "the connection to PostgreSQL was lost while committing; this write may or may not have been applied",
+          "OUTCOME_UNKNOWN",
+          "the connection to PostgreSQL was lost while committing; this write may or may not have been applied: read before retrying",
           { cause: err },
         );
       }

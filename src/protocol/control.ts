@@ -92,13 +92,21 @@ export interface ControlOps {
   stats: { args: []; result: DaemonStats };
   /** Answered, then the daemon stops as on SIGTERM. */
   shutdown: { args: []; result: null };
-  /** The writer thread dies; the daemon restarts it. */
-  faultCrashWriter: { args: []; result: null };
+  /** The writer thread dies (see `WriterCrashPoint`); the daemon restarts it. */
+  faultCrashWriter: { args: [at?: WriterCrashPoint]; result: null };
   /** The threads serving the next `count` reads (default 1) die mid-read. */
   faultCrashReader: { args: [count?: number]; result: null };
   /** Caps the file at `pages` pages, a full disk for SQLite; null lifts the cap. */
   faultMaxPageCount: { args: [pages: number | null]; result: null };
 }
+
+/**
+ * When `faultCrashWriter` kills the writer: `now` (the default), between two batches; or
+ * `afterCommit`, right after its next batch commits and before that batch is answered.
+ */
+export type WriterCrashPoint = "now" | "afterCommit";
+
+export const WRITER_CRASH_POINTS: readonly WriterCrashPoint[] = ["now", "afterCommit"];
 
 export type ControlOp = keyof ControlOps;
 export type ControlArgs<K extends ControlOp> = ControlOps[K]["args"];

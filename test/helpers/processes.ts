@@ -24,8 +24,11 @@ export interface Finished {
   stderr: string;
 }
 
-/** How long a child may take to print what the test waits for before the test gives up on it. */
-const WAIT_LIMIT_MS = 30_000;
+/**
+ * How long a child may take to print what the test waits for before the test gives up on it: a
+ * bound for a child that hangs, generous enough for a saturated machine.
+ */
+const WAIT_LIMIT_MS = 120_000;
 
 /** One running child process with its output collected as it comes. */
 export class Child {

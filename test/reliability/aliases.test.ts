@@ -34,10 +34,12 @@ test("two names for one file, a daemon on one: appends in every mode through the
     { tag: "alias-auto", db: alias, mode: "auto" as const },
     { tag: "alias-daemon", db: alias, mode: "daemon" as const },
     { tag: "alias-direct", db: alias, mode: "direct" as const },
-  ].map((c) => ({ ...c, child: spawnLoad(t, { db: c.db, mode: c.mode, session: c.tag, tag: c.tag, pipeline: 8, stopFile, durationMs: 60_000 }) }));
+  ].map((c) => ({ ...c, child: spawnLoad(t, { db: c.db, mode: c.mode, session: c.tag, tag: c.tag, pipeline: 8, stopFile }) }));
   await Promise.all(clients.map((c) => c.child.waitForLine("ready")));
 
   const second = await serveExpectingRefusal(t, alias);
+  // Every client has written something before the load runs its course.
+  await Promise.all(clients.map((c) => c.child.waitForLine("acked")));
   await sleep(LOAD_MS);
   writeFileSync(stopFile, "");
   const reports = await Promise.all(clients.map(async (c) => ({ ...c, report: await loadReport(c.child) })));

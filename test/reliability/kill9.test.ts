@@ -2,8 +2,9 @@
  * `kill -9` of the daemon at random moments while several client processes pipeline writes
  * (SPEC §5: an acknowledged write is committed). Round after round on one file: nothing that was
  * acknowledged is missing, the file stays intact with consistent counters, a new daemon starts
- * on it at once, clients in `daemon` mode fail with UNAVAILABLE instead of hanging, and clients
- * in `auto` mode fail over to direct mode and keep writing.
+ * on it (nothing the killed one left stands in its way), clients in `daemon` mode fail with
+ * UNAVAILABLE instead of hanging, and clients in `auto` mode fail over to direct mode and keep
+ * writing. No assertion depends on the machine's speed: the times are reported, not judged.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -19,8 +20,8 @@ const DAEMON_CLIENTS = 2;
 const AUTO_CLIENTS = 2;
 const PIPELINE = 32;
 const DIRECT_ACKS_AFTER_FAILOVER = 100;
-/** A daemon-mode client must give up this soon after the kill; its own request timeout is 30 s. */
-const GIVE_UP_LIMIT_MS = 10_000;
+/** Only a bound for a client that never stops: each one ends by its own condition. */
+const CLIENT_LIMIT_MS = 600_000;
 
 test(`kill -9 at ${ROUNDS} random moments under pipelined load loses no acknowledged write`, async (t) => {
   const dbPath = join(shortTempDir(t), "state.db");
@@ -39,14 +40,15 @@ test(`kill -9 at ${ROUNDS} random moments under pipelined load loses no acknowle
     const spawn = (mode: "daemon" | "auto", i: number) => {
       const tag = `r${round}${mode[0]}${i}`;
       const until = mode === "daemon" ? { stopOnError: true } : { untilDirectAcks: DIRECT_ACKS_AFTER_FAILOVER };
-      const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, durationMs: 30_000, ...until });
+      const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, durationMs: CLIENT_LIMIT_MS, ...until });
       return { tag, mode, child };
     };
     const clients = [
       ...Array.from({ length: DAEMON_CLIENTS }, (_, i) => spawn("daemon", i)),
       ...Array.from({ length: AUTO_CLIENTS }, (_, i) => spawn("auto", i)),
     ];
-    await Promise.all(clients.map((c) => c.child.waitForLine("ready")));
+    // Killed once every client has had a write acknowledged, a random moment later.
+    await Promise.all(clients.map((c) => c.child.waitForLine("acked")));
     await sleep(randomBetween(50, 600));
     const killed = await daemon.kill9();
     assert.equal(killed.signal, "SIGKILL");
@@ -54,18 +56,18 @@ test(`kill -9 at ${ROUNDS} random moments under pipelined load loses no acknowle
     const exitedAt = clients.map((c) => c.child.done.then(() => performance.now()));
 
     for (const [k, client] of clients.entries()) {
-      const report = await loadReport(client.child, 40_000);
+      const report = await loadReport(client.child);
       everyone.push({ tag: client.tag, report });
       assert.equal(report.opened, "daemon", `${client.tag} did not start on the daemon`);
       const codes = Object.keys(report.failureCodes);
       assert.ok(codes.every((c) => c === "UNAVAILABLE"), `${client.tag} failed with ${codes.join()}: ${JSON.stringify(report.failed[0])}`);
       assert.ok(report.ackCount > 0, `${client.tag} got nothing acknowledged before the kill`);
       if (client.mode === "daemon") {
+        // A client that missed the connection loss would wait out its request timeout and fail
+        // with OUTCOME_UNKNOWN, not UNAVAILABLE (checked above), however fast the machine.
         assert.ok(report.failed.length > 0, `${client.tag} had nothing in flight when the daemon died`);
         assert.ok(report.failed.length <= PIPELINE);
-        const gaveUpMs = (await exitedAt[k]!) - killedAt;
-        assert.ok(gaveUpMs < GIVE_UP_LIMIT_MS, `${client.tag} took ${gaveUpMs.toFixed(0)} ms to give up: it hung`);
-        slowestGiveUpMs = Math.max(slowestGiveUpMs, gaveUpMs);
+        slowestGiveUpMs = Math.max(slowestGiveUpMs, (await exitedAt[k]!) - killedAt);
       } else {
         assert.equal(report.endedIn, "direct", `${client.tag} did not fail over`);
         assert.ok(report.directAcks >= DIRECT_ACKS_AFTER_FAILOVER, `${client.tag} stopped working after the failover`);
@@ -92,7 +94,6 @@ test(`kill -9 at ${ROUNDS} random moments under pipelined load loses no acknowle
   assert.deepEqual(check.counterMismatches, []);
   const reconciled = reconcile(dbPath, everyone, []);
   assert.deepEqual(reconciled.problems, []);
-  assert.ok(Math.max(...restartMs) < 10_000, `a new daemon took ${Math.max(...restartMs)} ms to serve`);
   t.diagnostic(
     `kill -9 x${ROUNDS}: ${reconciled.acked} acknowledged writes all present; ${inFlightAtKill} in flight at the kills ` +
       `(${reconciled.unknownApplied} committed, ${reconciled.unknownMissing} not); ${check.messages} messages; ` +

@@ -7,12 +7,12 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { test, type TestContext } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../../src/index.js";
 import { encodeFrame } from "../../src/protocol/frame-codec.js";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { rawWrite } from "../helpers/raw-db.js";
 import { buildSpecFile } from "../helpers/sqlite-files.js";
+import { waitUntil } from "../helpers/wait-until.js";
 import { serve } from "./harness.js";
 
 const MESSAGES = 40_000;
@@ -65,7 +65,7 @@ test("slow searches cannot starve point reads; a search past its deadline is sto
     }),
   );
   // Once the searches hold the readers, a point read comes in.
-  for (let i = 0; i < 500 && (await daemonStats(reader)).readers.inFlight < 2; i++) await sleep(10);
+  await waitUntil("the searches holding the readers", async () => (await daemonStats(reader)).readers.inFlight >= 2);
   const session = await reader.getSession("big");
   finished.push("getSession");
   assert.equal(session?.message_count, MESSAGES);
@@ -97,7 +97,7 @@ test("the reads of clients that went away are dropped, not run: a good client is
   for (const socket of sockets) {
     socket.write(Buffer.concat(Array.from({ length: 20 }, (_, k) => encodeFrame({ id: k + 1, op: "searchMessages", args: [SLOW_QUERY, { limit: 5 }] }))));
   }
-  for (let i = 0; i < 500 && (await daemonStats(db)).queueDepth < abandoned / 2; i++) await sleep(10);
+  await waitUntil("the abandoned searches queued", async () => (await daemonStats(db)).queueDepth >= abandoned / 2);
   for (const socket of sockets) socket.destroy();
 
   // A search of its own: queued behind the abandoned ones, it runs once they are dropped.

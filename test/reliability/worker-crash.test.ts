@@ -1,7 +1,8 @@
 /**
  * Threads of the daemon dying under load (fault injection: `SESSIONDB_FAULT_INJECTION=1`). The
  * writer thread: its in-flight writes get INTERNAL and are not applied, it is restarted, and
- * nothing acknowledged is lost. A reader thread: the read it served fails with INTERNAL, the
+ * nothing acknowledged is lost; dying between a COMMIT and its answer, that batch's writes get
+ * OUTCOME_UNKNOWN (they are there). A reader thread: the read it served fails with INTERNAL, the
  * pool replaces the thread, and every other read is answered correctly.
  */
 import assert from "node:assert/strict";
@@ -11,9 +12,13 @@ import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../../src/index.js";
 import { controlOf, daemonStats, freshDbPath } from "../helpers/daemon.js";
+import { rawAll } from "../helpers/raw-db.js";
+import { waitUntil } from "../helpers/wait-until.js";
 import { checkFile, FAULTS, loadReport, randomBetween, reconcile, scaled, serve, spawnLoad } from "./harness.js";
 
 const WRITER_CRASHES = scaled(5, 10);
+/** Only a bound for a client that never stops: the load clients end at the stop file. */
+const CLIENT_LIMIT_MS = 600_000;
 
 test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight writes get INTERNAL, nothing acknowledged is lost`, async (t) => {
   const dbPath = freshDbPath(t);
@@ -22,16 +27,16 @@ test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight w
   const stopFile = join(dirname(dbPath), "stop");
   const tags = ["w0", "w1"];
   const children = tags.map((tag) =>
-    spawnLoad(t, { db: dbPath, mode: "daemon", session: tag, tag, pipeline: 64, stopFile, durationMs: 60_000 }),
+    // Each goes on past the stop file until a write sent after its last failure is acknowledged.
+    spawnLoad(t, { db: dbPath, mode: "daemon", session: tag, tag, pipeline: 64, stopFile, untilRecovered: true, durationMs: CLIENT_LIMIT_MS }),
   );
   await Promise.all(children.map((c) => c.waitForLine("ready")));
 
   for (let crash = 1; crash <= WRITER_CRASHES; crash++) {
     await sleep(randomBetween(100, 400));
     await controlOf(control).fault("faultCrashWriter");
-    for (let i = 0; i < 500 && (await daemonStats(control)).writer.restarts < crash; i++) await sleep(10);
+    await waitUntil(`writer restart ${crash}`, async () => (await daemonStats(control)).writer.restarts >= crash);
   }
-  await sleep(500);
   writeFileSync(stopFile, "");
   const reports = await Promise.all(children.map((c) => loadReport(c)));
 
@@ -59,6 +64,53 @@ test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight w
   t.diagnostic(
     `writer crashed ${WRITER_CRASHES}x: ${reconciled.acked} acknowledged writes all present, ${internal} in-flight writes got INTERNAL and none of them was applied`,
   );
+});
+
+test("the writer thread dying after a COMMIT, before it answers: that batch gets OUTCOME_UNKNOWN and is there, nothing failed INTERNAL is", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
+  const control = await daemon.open(t);
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  // A crash point the daemon does not know is refused (the wire carries whatever a client sends).
+  const rawFault = controlOf(control).fault as (op: string, ...args: unknown[]) => Promise<void>;
+  await assert.rejects(rawFault.call(controlOf(control), "faultCrashWriter", "later"), { code: "INVALID_ARGUMENT" });
+  // The thread dies right after its next COMMIT: the one of the batch these writes go into.
+  await controlOf(control).fault("faultCrashWriter", "afterCommit");
+  const writes = 200;
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: writes }, (_, i) => db.appendMessage("s", { role: "user", content: `write ${i}` })),
+  );
+  await waitUntil("the writer restart", async () => (await daemonStats(control)).writer.restarts >= 1);
+
+  const stored = new Map(rawAll<{ id: number; content: string }>(dbPath, "SELECT id, content FROM messages").map((r) => [r.content, r.id]));
+  const byCode: Record<string, number> = {};
+  outcomes.forEach((outcome, i) => {
+    const id = stored.get(`write ${i}`);
+    if (outcome.status === "fulfilled") {
+      assert.equal(id, outcome.value, `acknowledged write ${i} is not in the file with its id`);
+      return;
+    }
+    const err = outcome.reason as unknown;
+    assert.ok(err instanceof SessionDBError, String(err));
+    byCode[err.code] = (byCode[err.code] ?? 0) + 1;
+    if (err.code === "OUTCOME_UNKNOWN") {
+      assert.match(err.message, /may or may not have been applied/);
+      // Committed before the thread died: the caller who reads before retrying finds it.
+      assert.notEqual(id, undefined, `write ${i} got OUTCOME_UNKNOWN; this fault only strikes after a COMMIT`);
+    } else {
+      assert.equal(err.code, "INTERNAL", err.message);
+      assert.equal(id, undefined, `write ${i} failed with INTERNAL (not applied) but is in the file`);
+    }
+  });
+  assert.ok((byCode.OUTCOME_UNKNOWN ?? 0) > 0, `no write was in the batch the thread died committing: ${JSON.stringify(byCode)}`);
+
+  const stats = await daemonStats(control);
+  assert.equal(stats.writer.restarts, 1);
+  assert.equal(stats.pid, daemon.pid);
+  assert.ok((await db.appendMessage("s", { role: "user", content: "after the crash" })) > 0);
+  assert.equal(checkFile(dbPath).integrity, "ok");
+  t.diagnostic(`writer died after a COMMIT: ${writes} writes, outcomes ${JSON.stringify(byCode)}, the rest acknowledged`);
 });
 
 const READER_ROUNDS = scaled(5, 10);
