@@ -20,6 +20,7 @@ const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
 /** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;
+
 /**
  * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
  * id, each with a deadline; `exportAll` streams in chunks, read only as fast as it is consumed.
