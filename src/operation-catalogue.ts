@@ -53,6 +53,43 @@ export const OPERATION_KINDS = {
   pruneSessions: "write",
 } as const satisfies { [K in OpName]: SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write" };
 
+/**
+ * How many arguments each operation takes at most: its method's parameters, optional ones
+ * included, as the compiler reads them off `SessionDB`. A call with more is INVALID_ARGUMENT.
+ */
+export const PARAMETER_COUNTS = {
+  createSession: 3,
+  ensureSession: 3,
+  endSession: 2,
+  reopenSession: 1,
+  updateSystemPrompt: 2,
+  updateTokenCounts: 3,
+  getSession: 1,
+  resolveSessionId: 1,
+  sessionIdsByPrefix: 2,
+  setSessionTitle: 2,
+  getSessionTitle: 1,
+  getSessionByTitle: 1,
+  resolveSessionByTitle: 1,
+  getNextTitleInLineage: 1,
+  getCompressionTip: 1,
+  listSessionsRich: 1,
+  appendMessage: 2,
+  getMessages: 1,
+  getMessagesAsConversation: 1,
+  clearMessages: 1,
+  searchMessages: 2,
+  searchSessions: 1,
+  sessionCount: 1,
+  messageCount: 1,
+  sourceCounts: 0,
+  exportSession: 1,
+  exportAll: 1,
+  importSession: 2,
+  deleteSession: 1,
+  pruneSessions: 1,
+} as const satisfies { [K in OpName]: Required<ParamsOf<K>>["length"] };
+
 export const OP_NAMES = Object.keys(OPERATION_KINDS) as OpName[];
 
 export function isOpName(name: unknown): name is OpName {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { openConnection } from "../src/engine/connection.js";
 import { catchUpCjkIndex, createCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
-import { operations } from "../src/engine/operations.js";
+import { parseOperation, runOperation } from "../src/engine/operations.js";
 import { ensureSchema } from "../src/engine/schema.js";
 import { DEFAULT_RETRY, inWriteTransaction } from "../src/engine/transaction.js";
 import { openSessionDB, sanitizeFtsQuery } from "../src/index.js";
@@ -82,8 +82,8 @@ test("under random appends, deletes, reused ids and partial catch-ups the index 
   db.exec("INSERT INTO sessions (id, source, started_at) VALUES ('s', 'cli', 0)");
   const insert = db.prepare("INSERT INTO messages (id, session_id, role, content, timestamp) VALUES (?, 's', 'user', ?, ?)");
   const search = (query: string) => {
-    const params = operations.searchMessages.parse([query, { limit: 10_000 }]);
-    return (operations.searchMessages.run(db, params as never) as Array<{ id: number }>).map((h) => h.id);
+    const params = parseOperation("searchMessages", [query, { limit: 10_000 }]);
+    return (runOperation(db, "searchMessages", params) as Array<{ id: number }>).map((h) => h.id);
   };
   const scan = (query: string) => {
     const raw = query.replace(/^[\s"]+|[\s"]+$/g, "");

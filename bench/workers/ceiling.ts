@@ -4,7 +4,7 @@
  * append in a batch gets the batch's latency.
  */
 import { openConnection } from "../../src/engine/connection.js";
-import { operations } from "../../src/engine/operations.js";
+import { parseOperation, runOperation } from "../../src/engine/operations.js";
 import { inWriteTransaction } from "../../src/engine/transaction.js";
 import { appendLoop, asNewMessage, loadMessages } from "./append-loop.js";
 import { ChildControl, runChild } from "./child-control.js";
@@ -15,8 +15,7 @@ runChild(async () => {
   const c = control.config;
   const messages = loadMessages(c.messagesFile);
   const db = openConnection(c.db, { busyTimeoutMs: 5000, synchronous: c.synchronous });
-  const { createSession, appendMessage } = operations;
-  inWriteTransaction(db, () => createSession.run(db, createSession.parse([c.sessionId, "bench-ceiling"])));
+  inWriteTransaction(db, () => runOperation(db, "createSession", parseOperation("createSession", [c.sessionId, "bench-ceiling"])));
   const outcome = await appendLoop(
     control,
     { seconds: c.seconds, lanes: 1, warmup: c.warmup, perCall: c.batch },
@@ -24,7 +23,7 @@ runChild(async () => {
       inWriteTransaction(db, () => {
         for (let i = 0; i < c.batch; i++) {
           const m = messages[(c.offset + n * c.batch + i) % messages.length]!;
-          appendMessage.run(db, appendMessage.parse([c.sessionId, asNewMessage(m)]));
+          runOperation(db, "appendMessage", parseOperation("appendMessage", [c.sessionId, asNewMessage(m)]));
         }
       }),
   );

@@ -1,26 +1,22 @@
-import { accessSync, constants } from "node:fs";
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
-import { parseOperation } from "../engine/operations.js";
-import { createPrivateFile, makePrivateDir } from "../engine/private-files.js";
-import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
-import type { Page } from "../engine/define-operation.js";
-import { isControlOp, type DaemonStats } from "../protocol/control.js";
-import type { Request } from "../protocol/messages.js";
+import { makePrivateDir } from "../engine/private-files.js";
+import type { DaemonStats } from "../protocol/control.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
-import { fileIdentity, type FileIdentity } from "../file-identity.js";
+import type { FileIdentity } from "../file-identity.js";
 import { identityLockPath, identitySocketPath, privateRuntimeDir } from "../socket-path.js";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
 import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
 import { walSize } from "./wal-guard.js";
-import { controlHandlers, type ControlHandlers } from "./control-handlers.js";
+import { controlHandlers } from "./control-handlers.js";
 import { closeWhenIdle } from "./idle-exit.js";
-import type { ReadRequester } from "./reader-pool.js";
 import { RequestBudget } from "./request-budget.js";
+import { RequestDispatch } from "./request-dispatch.js";
+import { servableFile } from "./servable-file.js";
 import { BodyPool } from "../protocol/body-pool.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
@@ -49,8 +45,7 @@ export class Daemon {
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
-  readonly #control: ControlHandlers;
-  #readsQueued = 0;
+  readonly #dispatch: RequestDispatch;
   /** Set when the path stopped naming the file served: the daemon stops. */
   #fileLost: "replaced" | "removed" | null = null;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
@@ -70,7 +65,7 @@ export class Daemon {
     this.#writer = writer;
     this.#readers = readers;
     this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
-    this.#control = controlHandlers({
+    const control = controlHandlers({
       database: options.files.db,
       engine,
       faultInjection: options.faultInjection,
@@ -79,6 +74,7 @@ export class Daemon {
       stats: () => this.stats(),
       close: () => this.close(),
     });
+    this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);
     this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
     this.#sweeper = setInterval(() => {
       const now = Date.now();
@@ -152,7 +148,7 @@ export class Daemon {
       uptimeS: (Date.now() - this.#startedAt) / 1000,
       clients: this.#connections.size,
       walBytes: walSize(this.options.files.wal),
-      queueDepth: this.#writer.queueDepth + this.#readsQueued,
+      queueDepth: this.#dispatch.queueDepth,
       writer: this.#writer.stats(),
       readers: this.#readers.stats(),
       memory: memory(),
@@ -234,7 +230,7 @@ export class Daemon {
         idleTimeoutMs: this.options.idleConnectionTimeoutMs,
       },
       this.#memory,
-      (request, conn, receivedAt) => this.#handle(request, conn, receivedAt),
+      (request, conn, receivedAt) => this.#dispatch.handle(request, conn, receivedAt),
       this.options.log,
     );
     this.#connections.add(connection);
@@ -243,69 +239,8 @@ export class Daemon {
       this.#connections.delete(connection);
     });
   }
-
-  async #handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
-    // Control ops are answered even while the daemon shuts down.
-    if (isControlOp(request.op)) return this.#control[request.op](request.args);
-    if (this.#closing !== null) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
-    if (this.#writer.queueDepth + this.#readsQueued >= this.options.maxQueue) {
-      throw new SessionDBError("OVERLOADED", `the daemon has ${this.options.maxQueue} requests queued; retry later`);
-    }
-    const kind = OPERATION_KINDS[request.op];
-    const params = parseOperation(request.op, request.args);
-    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
-    if (kind === "write") {
-      if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
-      return this.#writer.write(request.op as WriteOpName, params, deadline);
-    }
-    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
-    return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
-  }
-
-  async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
-    this.#readsQueued++;
-    try {
-      return await this.#readers.run(op, params, deadline, cursor, requester);
-    } finally {
-      this.#readsQueued--;
-    }
-  }
-
-  /** Sends a streamed result page by page, as fast as the client reads it. */
-  /** Each page has the request's time span as its own deadline: the client waits page by page. */
-  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
-    let cursor: unknown = null;
-    do {
-      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, connection, cursor)) as Page<unknown, unknown>;
-      if (page.items.length > 0) await connection.sendChunk(id, page.items);
-      cursor = page.next;
-    } while (cursor !== null && connection.open);
-    return null;
-  }
 }
 
-/**
- * The identity of the database file, created (empty, private) if missing. `serve` needs to write
- * the file and its directory (for `-wal` and `-shm`): it refuses a file it can only read, rather
- * than start and fail every write.
- */
-function servableFile(path: string): FileIdentity {
-  try {
-    createPrivateFile(path);
-  } catch (err) {
-    throw cannotServe(path, err);
-  }
-  for (const target of [path, dirname(path)]) {
-    try {
-      accessSync(target, constants.R_OK | constants.W_OK);
-    } catch (err) {
-      throw cannotServe(target, err);
-    }
-  }
-  const identity = fileIdentity(path);
-  if (identity === null) throw new SessionDBError("IO", `${path} disappeared while the daemon was starting`);
-  return identity;
-}
 
 /** An I/O failure opening the database (a full disk, a damaged file) says which file. */
 function namingThePath(err: unknown, path: string): unknown {
@@ -313,14 +248,6 @@ function namingThePath(err: unknown, path: string): unknown {
   return new SessionDBError(err.code, `${path}: ${err.message}`, { cause: err });
 }
 
-function cannotServe(path: string, err: unknown): SessionDBError {
-  const reason = (err as NodeJS.ErrnoException).code ?? String(err);
-  return new SessionDBError(
-    "IO",
-    `cannot serve ${path}: this user (uid ${process.getuid?.() ?? "?"}) cannot write it (${reason}); the daemon needs to write the database and its directory, and does not start read-only (readers can open it with mode "direct")`,
-    { cause: err },
-  );
-}
 
 function memory(): DaemonStats["memory"] {
   const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();

@@ -1,5 +1,13 @@
+import type { OpName } from "../operation-catalogue.js";
 import type { Args } from "./args.js";
 import type { Connection } from "./connection.js";
+
+/**
+ * Checks an operation's arguments. They come as an array no longer than the operation takes
+ * (checked by `parseOperation`); `op` is the name the operation is registered under, for messages
+ * that name it.
+ */
+export type Parser<P> = (args: Args, op: OpName) => P;
 
 /**
  * One operation of the store: how to check its arguments (outside any transaction: this is also
@@ -8,13 +16,13 @@ import type { Connection } from "./connection.js";
  */
 export interface ReadOperation<P, R> {
   readonly kind: "read";
-  parse(args: Args): P;
+  parse: Parser<P>;
   run(db: Connection, params: P): R;
 }
 
 export interface WriteOperation<P, R> {
   readonly kind: "write";
-  parse(args: Args): P;
+  parse: Parser<P>;
   run(db: Connection, params: P): R;
 }
 
@@ -27,20 +35,20 @@ export interface Page<T, C> {
 /** A read whose result is streamed in pages, so no size is ever held at once. */
 export interface StreamOperation<P, C, T> {
   readonly kind: "stream";
-  parse(args: Args): P;
+  parse: Parser<P>;
   page(db: Connection, params: P, cursor: C | null): Page<T, C>;
 }
 
-export function read<P, R>(parse: (args: Args) => P, run: (db: Connection, params: P) => R): ReadOperation<P, R> {
+export function read<P, R>(parse: Parser<P>, run: (db: Connection, params: P) => R): ReadOperation<P, R> {
   return { kind: "read", parse, run };
 }
 
-export function write<P, R>(parse: (args: Args) => P, run: (db: Connection, params: P) => R): WriteOperation<P, R> {
+export function write<P, R>(parse: Parser<P>, run: (db: Connection, params: P) => R): WriteOperation<P, R> {
   return { kind: "write", parse, run };
 }
 
 export function stream<P, C, T>(
-  parse: (args: Args) => P,
+  parse: Parser<P>,
   page: (db: Connection, params: P, cursor: C | null) => Page<T, C>,
 ): StreamOperation<P, C, T> {
   return { kind: "stream", parse, page };

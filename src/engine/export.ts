@@ -1,6 +1,6 @@
 /** Exports: one session, or every session streamed in pages (SPEC §3, exportSession/exportAll). */
 import type { SessionExport, SessionRow } from "../session-db.js";
-import { arity, field, optObject, optStr, str } from "./args.js";
+import { field, optObject, optStr, str } from "./args.js";
 import { sql } from "./connection.js";
 import { messagesOf } from "./messages.js";
 import { read, stream } from "./define-operation.js";
@@ -8,10 +8,7 @@ import { SESSION_SELECT } from "./rows.js";
 import { getSessionRow } from "./sessions.js";
 
 export const exportSession = read(
-  (args) => {
-    arity(args, 1, "exportSession");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p): SessionExport | null => {
     const session = getSessionRow(db, p.id);
     return session === null ? null : { ...session, messages: messagesOf(db, session.id) };
@@ -32,10 +29,7 @@ export const PAGE_MESSAGES = 5000;
  * small whatever the database holds. Keyset paging: sessions added meanwhile never shift a page.
  */
 export const exportAll = stream(
-  (args) => {
-    arity(args, 1, "exportAll");
-    return { source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") };
-  },
+  (args) => ({ source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") }),
   (db, p, cursor: ExportCursor | null) => {
     const sessions = sql(
       db,

@@ -5,7 +5,7 @@
 import { invalidArgument } from "../errors.js";
 import type { ImportResult } from "../session-db.js";
 import {
-  arity, field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
+  field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
 } from "./args.js";
 import { sql, type Connection } from "./connection.js";
 import { write } from "./define-operation.js";
@@ -123,7 +123,6 @@ function parseMessage(value: unknown, name: string, sessionId: string): MessageV
 }
 
 function parseImport(args: readonly unknown[]): ImportParams {
-  arity(args, 2, "importSession");
   const s = asObject(args[0], "session (one line of an export)");
   const columns = parseColumns(s, SESSION_PARSERS, "session");
   const raw = field(s, "messages");

@@ -1,6 +1,6 @@
 /** The rich session listing and compression chains (SPEC §3, "Compression chains", "listSessionsRich"). */
 import type { RichSessionRow } from "../session-db.js";
-import { arity, count, field, optBool, optObject, optStr, optStrList, str } from "./args.js";
+import { count, field, optBool, optObject, optStr, optStrList, str } from "./args.js";
 import { sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
@@ -30,10 +30,7 @@ export function compressionTip(db: Connection, id: string): string {
 }
 
 export const getCompressionTip = read(
-  (args) => {
-    arity(args, 1, "getCompressionTip");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p) => compressionTip(db, p.id),
 );
 
@@ -84,7 +81,6 @@ function project(db: Connection, root: RichSessionRow): RichSessionRow {
 
 export const listSessionsRich = read(
   (args) => {
-    arity(args, 1, "listSessionsRich");
     const opts = optObject(args[0], "opts");
     const excluded = optStrList(field(opts, "excludeSources"), "opts.excludeSources");
     const includeChildren = optBool(field(opts, "includeChildren"), "opts.includeChildren", false);

@@ -1,7 +1,7 @@
 /** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
-  arity, checkTotalText, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str,
+  checkTotalText, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str, type Args,
 } from "./args.js";
 import { now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -14,8 +14,7 @@ export function toolCallCount(toolCalls: unknown): number {
 }
 
 export const appendMessage = write(
-  (args) => {
-    arity(args, 2, "appendMessage");
+  (args, op) => {
     const msg = optObject(args[1], "msg");
     const toolCalls = field(msg, "toolCalls");
     const params = {
@@ -32,7 +31,7 @@ export const appendMessage = write(
       codexReasoningItems: optJson(field(msg, "codexReasoningItems"), "msg.codexReasoningItems"),
       toolCallIncrement: toolCallCount(toolCalls),
     };
-    checkTotalText("appendMessage", [params.content, params.toolCalls, params.reasoning, params.reasoningDetails, params.codexReasoningItems]);
+    checkTotalText(op, [params.content, params.toolCalls, params.reasoning, params.reasoningDetails, params.codexReasoningItems]);
     return params;
   },
   (db, p): number => {
@@ -59,12 +58,9 @@ export function messagesOf(db: Connection, sessionId: string): MessageRow[] {
   return rows.map(decodeMessage);
 }
 
-const sessionIdArg = (op: string) => (args: readonly unknown[]) => {
-  arity(args, 1, op);
-  return { sessionId: str(args[0], "sessionId") };
-};
+const sessionIdArg = (args: Args) => ({ sessionId: str(args[0], "sessionId") });
 
-export const getMessages = read(sessionIdArg("getMessages"), (db, p) => messagesOf(db, p.sessionId));
+export const getMessages = read(sessionIdArg, (db, p) => messagesOf(db, p.sessionId));
 
 export type StoredConversationRow = Record<(typeof CONVERSATION_COLUMNS)[number], string | null>;
 const CONVERSATION_COLUMNS = [
@@ -86,7 +82,7 @@ export function toConversation(row: StoredConversationRow): ConversationMessage 
   return msg;
 }
 
-export const getMessagesAsConversation = read(sessionIdArg("getMessagesAsConversation"), (db, p) => {
+export const getMessagesAsConversation = read(sessionIdArg, (db, p) => {
   const rows = sql(
     db,
     `SELECT ${CONVERSATION_COLUMNS.join(", ")} FROM messages WHERE session_id = ? ORDER BY timestamp, id`,
@@ -94,16 +90,13 @@ export const getMessagesAsConversation = read(sessionIdArg("getMessagesAsConvers
   return rows.map(toConversation);
 });
 
-export const clearMessages = write(sessionIdArg("clearMessages"), (db, p): void => {
+export const clearMessages = write(sessionIdArg, (db, p): void => {
   sql(db, "DELETE FROM messages WHERE session_id = ?").run(p.sessionId);
   sql(db, "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?").run(p.sessionId);
 });
 
 export const messageCount = read(
-  (args) => {
-    arity(args, 1, "messageCount");
-    return { sessionId: optStr(field(optObject(args[0], "opts"), "sessionId"), "opts.sessionId") };
-  },
+  (args) => ({ sessionId: optStr(field(optObject(args[0], "opts"), "sessionId"), "opts.sessionId") }),
   (db, p) =>
     (p.sessionId === null
       ? sql(db, "SELECT COUNT(*) FROM messages").pluck().get()

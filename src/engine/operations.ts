@@ -3,8 +3,8 @@
  * runs on a connection. Direct mode, the writer and reader workers run operations through it;
  * its kinds are the catalogue's, checked by `satisfies`.
  */
-import { OPERATION_KINDS, type OpName, type ResultOf } from "../operation-catalogue.js";
-import type { Args } from "./args.js";
+import { OPERATION_KINDS, PARAMETER_COUNTS, type OpName, type ResultOf } from "../operation-catalogue.js";
+import { arity, type Args } from "./args.js";
 import type { Connection } from "./connection.js";
 import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
 import * as exporting from "./export.js";
@@ -58,9 +58,13 @@ export const operations = {
   pruneSessions: sessions.pruneSessions,
 } satisfies { [K in OpName]: OperationFor<K> };
 
-/** An operation's arguments, checked outside any transaction, as its `run` takes them. */
+/**
+ * An operation's arguments, checked outside any transaction, as its `run` takes them. The name
+ * the operation is registered under is the one its errors give: its parser is not told it twice.
+ */
 export function parseOperation(name: OpName, args: Args): unknown {
-  return operations[name].parse(args);
+  arity(args, PARAMETER_COUNTS[name], name);
+  return operations[name].parse(args, name);
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
 import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
-import { arity, count, field, optObject, optStrList, str } from "./args.js";
+import { count, field, optObject, optStrList, str } from "./args.js";
 import { cjkCandidates } from "./cjk-index.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
@@ -97,7 +97,6 @@ function listParam(list: string[] | null): string | null {
 }
 
 export const searchMessages = read((args): SearchParams => {
-  arity(args, 2, "searchMessages");
   const opts = optObject(args[1], "opts");
   const sourceFilter = optStrList(field(opts, "sourceFilter"), "opts.sourceFilter");
   const excludeSources = optStrList(field(opts, "excludeSources"), "opts.excludeSources");

@@ -2,7 +2,7 @@
 import { invalidArgument } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
-  arity, checkTotalText, count, field, nonEmpty, optBool, optCount, optJson, optNumber, optObject, optStr, optText, str,
+  checkTotalText, count, field, nonEmpty, optBool, optCount, optJson, optNumber, optObject, optStr, optText, str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -13,8 +13,7 @@ export function getSessionRow(db: Connection, id: string): SessionRow | null {
 }
 
 export const createSession = write(
-  (args) => {
-    arity(args, 3, "createSession");
+  (args, op) => {
     const opts = optObject(args[2], "opts");
     const source = args[1];
     if (source === undefined || source === null || source === "") {
@@ -29,7 +28,7 @@ export const createSession = write(
       userId: optStr(field(opts, "userId"), "opts.userId"),
       parentSessionId: optStr(field(opts, "parentSessionId"), "opts.parentSessionId"),
     };
-    checkTotalText("createSession", [params.modelConfig, params.systemPrompt]);
+    checkTotalText(op, [params.modelConfig, params.systemPrompt]);
     return params;
   },
   (db, p) => {
@@ -43,14 +42,11 @@ export const createSession = write(
 );
 
 export const ensureSession = write(
-  (args) => {
-    arity(args, 3, "ensureSession");
-    return {
-      id: nonEmpty(args[0], "id"),
-      source: optStr(args[1], "source") || "unknown",
-      model: optStr(args[2], "model"),
-    };
-  },
+  (args) => ({
+    id: nonEmpty(args[0], "id"),
+    source: optStr(args[1], "source") || "unknown",
+    model: optStr(args[2], "model"),
+  }),
   (db, p): void => {
     sql(db, "INSERT OR IGNORE INTO sessions (id, source, model, started_at) VALUES (?, ?, ?, ?)").run(
       p.id, p.source, p.model, now(),
@@ -59,10 +55,7 @@ export const ensureSession = write(
 );
 
 export const endSession = write(
-  (args) => {
-    arity(args, 2, "endSession");
-    return { id: str(args[0], "id"), endReason: str(args[1], "endReason") };
-  },
+  (args) => ({ id: str(args[0], "id"), endReason: str(args[1], "endReason") }),
   (db, p): void => {
     sql(db, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL").run(
       now(), p.endReason, p.id,
@@ -71,20 +64,14 @@ export const endSession = write(
 );
 
 export const reopenSession = write(
-  (args) => {
-    arity(args, 1, "reopenSession");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p): void => {
     sql(db, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?").run(p.id);
   },
 );
 
 export const updateSystemPrompt = write(
-  (args) => {
-    arity(args, 2, "updateSystemPrompt");
-    return { id: str(args[0], "id"), systemPrompt: optText(args[1], "systemPrompt") };
-  },
+  (args) => ({ id: str(args[0], "id"), systemPrompt: optText(args[1], "systemPrompt") }),
   (db, p): void => {
     sql(db, "UPDATE sessions SET system_prompt = ? WHERE id = ?").run(p.systemPrompt, p.id);
   },
@@ -130,7 +117,6 @@ const TOKEN_UPDATE_SQL = { increment: tokenUpdateSql(false), absolute: tokenUpda
 
 export const updateTokenCounts = write(
   (args) => {
-    arity(args, 3, "updateTokenCounts");
     const usage = optObject(args[1], "usage");
     const opts = optObject(args[2], "opts");
     const params: Record<string, string | number | null> = { id: str(args[0], "id") };
@@ -149,18 +135,12 @@ export const updateTokenCounts = write(
 );
 
 export const getSession = read(
-  (args) => {
-    arity(args, 1, "getSession");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p) => getSessionRow(db, p.id),
 );
 
 export const resolveSessionId = read(
-  (args) => {
-    arity(args, 1, "resolveSessionId");
-    return { idOrPrefix: str(args[0], "idOrPrefix") };
-  },
+  (args) => ({ idOrPrefix: str(args[0], "idOrPrefix") }),
   (db, p): string | null => {
     if (sql(db, "SELECT 1 FROM sessions WHERE id = ?").get(p.idOrPrefix) !== undefined) return p.idOrPrefix;
     const matches = sql(
@@ -176,7 +156,6 @@ const MAX_PREFIX_MATCHES = 1000;
 
 export const sessionIdsByPrefix = read(
   (args) => {
-    arity(args, 2, "sessionIdsByPrefix");
     const opts = optObject(args[1], "opts");
     return { prefix: str(args[0], "prefix"), limit: count(field(opts, "limit"), "opts.limit", 20, MAX_PREFIX_MATCHES) };
   },
@@ -188,7 +167,6 @@ export const sessionIdsByPrefix = read(
 
 export const searchSessions = read(
   (args) => {
-    arity(args, 1, "searchSessions");
     const opts = optObject(args[0], "opts");
     return {
       source: optStr(field(opts, "source"), "opts.source"),
@@ -205,10 +183,7 @@ export const searchSessions = read(
 );
 
 export const sessionCount = read(
-  (args) => {
-    arity(args, 1, "sessionCount");
-    return { source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") };
-  },
+  (args) => ({ source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") }),
   (db, p) =>
     (p.source === null
       ? sql(db, "SELECT COUNT(*) FROM sessions").pluck().get()
@@ -224,10 +199,7 @@ function deleteSessions(db: Connection, ids: string[]): number {
 }
 
 export const deleteSession = write(
-  (args) => {
-    arity(args, 1, "deleteSession");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p): boolean => {
     if (sql(db, "SELECT 1 FROM sessions WHERE id = ?").get(p.id) === undefined) return false;
     deleteSessions(db, [p.id]);
@@ -237,7 +209,6 @@ export const deleteSession = write(
 
 export const pruneSessions = write(
   (args) => {
-    arity(args, 1, "pruneSessions");
     const opts = optObject(args[0], "opts");
     const days = optNumber(field(opts, "olderThanDays"), "opts.olderThanDays") ?? 90;
     if (days < 0) throw invalidArgument(`opts.olderThanDays must not be negative, got ${days}`);

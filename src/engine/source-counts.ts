@@ -1,14 +1,10 @@
 /** Sessions and messages per source, for `sessiondb stats`. */
 import type { SourceCount } from "../session-db.js";
-import { arity } from "./args.js";
 import { sql } from "./connection.js";
 import { read } from "./define-operation.js";
 
 export const sourceCounts = read(
-  (args) => {
-    arity(args, 0, "sourceCounts");
-    return {};
-  },
+  () => ({}),
   (db): SourceCount[] =>
     // Messages are counted, not summed from message_count: the counter is the agent's, the rows are the truth.
     sql(

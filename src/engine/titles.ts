@@ -1,7 +1,7 @@
 /** Session titles: cleaning, uniqueness, lookup, and numbered lineages (SPEC §3, "Titles"). */
 import { SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
-import { arity, optText, str } from "./args.js";
+import { optText, str, type Args } from "./args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
@@ -17,7 +17,6 @@ export function assertTitleFree(db: Connection, title: string, exceptId: string 
 
 export const setSessionTitle = write(
   (args) => {
-    arity(args, 2, "setSessionTitle");
     // Bounded as text, not as a name: only the cleaned length decides (TITLE_TOO_LONG past 100).
     return { id: str(args[0], "id"), title: sanitizeTitle(optText(args[1], "title")) };
   },
@@ -28,10 +27,7 @@ export const setSessionTitle = write(
 );
 
 export const getSessionTitle = read(
-  (args) => {
-    arity(args, 1, "getSessionTitle");
-    return { id: str(args[0], "id") };
-  },
+  (args) => ({ id: str(args[0], "id") }),
   (db, p) => ((sql(db, "SELECT title FROM sessions WHERE id = ?").pluck().get(p.id) as string | null | undefined) ?? null),
 );
 
@@ -39,14 +35,11 @@ function sessionByTitle(db: Connection, title: string): SessionRow | null {
   return (sql(db, `SELECT ${SESSION_SELECT} FROM sessions s WHERE s.title = ?`).get(title) as SessionRow | undefined) ?? null;
 }
 
-const titleArg = (op: string) => (args: readonly unknown[]) => {
-  arity(args, 1, op);
-  return { title: str(args[0], "title") };
-};
+const titleArg = (args: Args) => ({ title: str(args[0], "title") });
 
-export const getSessionByTitle = read(titleArg("getSessionByTitle"), (db, p) => sessionByTitle(db, p.title));
+export const getSessionByTitle = read(titleArg, (db, p) => sessionByTitle(db, p.title));
 
-export const resolveSessionByTitle = read(titleArg("resolveSessionByTitle"), (db, p): string | null => {
+export const resolveSessionByTitle = read(titleArg, (db, p): string | null => {
   // A numbered continuation ("<title> #N") wins over the exact title: it is where the work went on.
   const numbered = sql(
     db,
@@ -58,10 +51,7 @@ export const resolveSessionByTitle = read(titleArg("resolveSessionByTitle"), (db
 const NUMBERED = /^(.*?) #(\d+)$/su;
 
 export const getNextTitleInLineage = read(
-  (args) => {
-    arity(args, 1, "getNextTitleInLineage");
-    return { baseTitle: str(args[0], "baseTitle") };
-  },
+  (args) => ({ baseTitle: str(args[0], "baseTitle") }),
   (db, p): string => {
     const base = NUMBERED.exec(p.baseTitle)?.[1] ?? p.baseTitle;
     const existing = sql(db, "SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'")

@@ -167,6 +167,21 @@ export function lifecycleContract(open: Opener): void {
       assert.equal(await db.sessionCount(), 0);
     });
 
+    test("every method given more arguments than it takes rejects with INVALID_ARGUMENT naming that method", async (t) => {
+      const { db } = await fresh(t, open);
+      const tooMany = ["x", "x", "x", "x", "x"];
+      for (const [method] of EVERY_METHOD) {
+        await t.test(method, async () => {
+          const err = await expectCode(
+            () => (method === "exportAll" ? drain(exportAllLoose(db)(...tooMany)) : loose(db, method)(...tooMany)),
+            "INVALID_ARGUMENT",
+          );
+          assert.match(err.message, new RegExp(`^${method} takes at most [0-3] arguments, got 5$`));
+        });
+      }
+      assert.equal(await db.sessionCount(), 0);
+    });
+
     test("exportAll with a wrong option type rejects with INVALID_ARGUMENT", async (t) => {
       const { db } = await fresh(t, open);
       await expectCode(() => drain(exportAllLoose(db)({ source: 5 })), "INVALID_ARGUMENT");

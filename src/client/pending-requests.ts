@@ -1,0 +1,161 @@
+import { fromWireError, SessionDBError } from "../errors.js";
+import type { OpName } from "../operation-catalogue.js";
+import type { ControlOp } from "../protocol/control.js";
+
+/** How often deadlines are checked. One sweep for all requests: a timer per request cost a third
+ *  of a client's CPU per call when many processes each make one call at a time. */
+const SWEEP_INTERVAL_MS = 50;
+
+export interface PendingRequest {
+  op: OpName | ControlOp;
+  args: unknown[];
+  /** Handed to the socket: from then on the daemon may run it. */
+  sent: boolean;
+  /** A write whose reply does not come in time may or may not have been applied; a read changed nothing. */
+  write: boolean;
+  resolve(result: unknown): void;
+  reject(err: SessionDBError): void;
+  onChunk?: ((items: unknown[]) => void) | undefined;
+  /** How long the request may take (or, streaming, each page), in ms. */
+  timeoutMs: number;
+  /** How long a sent request waits past its deadline for the daemon's own answer. */
+  graceMs: number;
+  /** Ms since the epoch; the daemon is told it too, and never starts the request after it. */
+  deadline: number;
+}
+
+/**
+ * The daemon client's requests awaiting their answers: their ids (the replies', which come in any
+ * order), the ones not yet handed to the socket, and their deadlines, checked by one sweep.
+ */
+export class PendingRequests {
+  readonly #requests = new Map<number, PendingRequest>();
+  /** Requests not yet handed to the socket, in order: it is backed up. */
+  #unsent: number[] = [];
+  #sweeper: NodeJS.Timeout | null = null;
+  /** Resolves `whenIdle()` once no request is pending. */
+  #idle: (() => void) | null = null;
+  #nextId = 1;
+
+  get size(): number {
+    return this.#requests.size;
+  }
+
+  /** Some request waits for the socket: a new one queues behind it. */
+  get backedUp(): boolean {
+    return this.#unsent.length > 0;
+  }
+
+  /** Registers a request under a fresh id (the one its reply will carry); its deadline runs from now. */
+  add(request: Omit<PendingRequest, "sent" | "deadline">): [number, PendingRequest] {
+    const id = this.#nextId;
+    this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
+    const pending: PendingRequest = { ...request, sent: false, deadline: Date.now() + request.timeoutMs };
+    this.#requests.set(id, pending);
+    this.#startSweeper();
+    return [id, pending];
+  }
+
+  /** Puts a request in line for the socket. */
+  queue(id: number): void {
+    this.#unsent.push(id);
+  }
+
+  /** The next request in line for the socket that still waits, taken out of the line. */
+  nextUnsent(): [number, PendingRequest] | undefined {
+    for (let id = this.#unsent.shift(); id !== undefined; id = this.#unsent.shift()) {
+      const pending = this.#requests.get(id);
+      if (pending !== undefined && !pending.sent) return [id, pending];
+    }
+    return undefined;
+  }
+
+  /** Every pending request goes back in line, unsent, in the order it was made (the daemon read none of them). */
+  requeueAll(): void {
+    for (const p of this.#requests.values()) p.sent = false;
+    this.#unsent = [...this.#requests.keys()];
+  }
+
+  /**
+   * Gives a reply to its request: a page of a stream, or the final answer. False when no request
+   * has its id (the daemon's goodbye, id 0, or an answer to one already given up).
+   */
+  answer(reply: Record<string, unknown>): boolean {
+    const id = reply.id as number;
+    const pending = this.#requests.get(id);
+    if (pending === undefined) return false;
+    if (Array.isArray(reply.chunk)) {
+      // A stream's deadline is for its first page; each page keeps it alive.
+      pending.deadline = Date.now() + pending.timeoutMs;
+      pending.onChunk?.(reply.chunk);
+      return true;
+    }
+    this.#forget(id);
+    if (reply.ok === true) pending.resolve(reply.result);
+    else pending.reject(fromWireError(reply.error));
+    return true;
+  }
+
+  /** Gives up one request with this error. */
+  fail(id: number, err: SessionDBError): void {
+    const pending = this.#requests.get(id);
+    if (pending === undefined) return;
+    this.#forget(id);
+    pending.reject(err);
+  }
+
+  /** Gives up every request with this error. */
+  failAll(err: SessionDBError): void {
+    for (const id of [...this.#requests.keys()]) this.fail(id, err);
+  }
+
+  /** Resolves once no request is pending. */
+  whenIdle(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.#requests.size === 0) resolve();
+      else this.#idle = resolve;
+    });
+  }
+
+  /** Drops a request that is answered or failed; the last one lets `whenIdle()` resolve. */
+  #forget(id: number): void {
+    this.#requests.delete(id);
+    if (this.#requests.size === 0 && this.#idle !== null) {
+      this.#idle();
+      this.#idle = null;
+    }
+  }
+
+  /** Checks deadlines while requests are pending; stops when none are. */
+  #startSweeper(): void {
+    if (this.#sweeper !== null) return;
+    this.#sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const [id, p] of this.#requests) {
+        const unsent = !p.sent;
+        if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
+        this.#forget(id);
+        p.reject(unsent ? notSent(p) : unanswered(p));
+      }
+      if (this.#requests.size === 0 && this.#sweeper !== null) {
+        clearInterval(this.#sweeper);
+        this.#sweeper = null;
+      }
+    }, SWEEP_INTERVAL_MS);
+    // The socket keeps the process alive while requests are pending; the sweep need not.
+    this.#sweeper.unref();
+  }
+}
+
+/** A request that waited in this process past its deadline: it was never sent, so never applied. */
+export function notSent(p: PendingRequest): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${p.op} could not be sent within ${p.timeoutMs} ms (the connection to the daemon was backed up); it was not applied`);
+}
+
+/** A sent request's deadline passed without its answer: a write's fate is unknown, a read just timed out. */
+function unanswered(p: PendingRequest): SessionDBError {
+  const waited = p.timeoutMs + p.graceMs;
+  return p.write
+    ? new SessionDBError("OUTCOME_UNKNOWN", `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`)
+    : new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${waited} ms`);
+}

@@ -1,0 +1,83 @@
+import { SessionDBError } from "../errors.js";
+import { parseOperation } from "../engine/operations.js";
+import type { Page } from "../engine/define-operation.js";
+import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
+import { isControlOp } from "../protocol/control.js";
+import type { Request } from "../protocol/messages.js";
+import type { ClientConnection } from "./client-connection.js";
+import type { ControlHandlers } from "./control-handlers.js";
+import type { DaemonEngine } from "./daemon-engine.js";
+import type { ResolvedDaemonOptions } from "./daemon-options.js";
+import type { ReadRequester } from "./reader-pool.js";
+
+/**
+ * Where the daemon sends each request: a control op to its handler, a write to the writer, a read
+ * to the readers, a streamed read page by page. Past `maxQueue` queued requests it refuses more
+ * (OVERLOADED); while the daemon shuts down, only control ops are answered.
+ */
+export class RequestDispatch {
+  readonly #options: Pick<ResolvedDaemonOptions, "maxQueue" | "requestTimeoutMs">;
+  readonly #engine: DaemonEngine;
+  readonly #control: ControlHandlers;
+  readonly #closing: () => boolean;
+  #readsQueued = 0;
+
+  constructor(
+    options: Pick<ResolvedDaemonOptions, "maxQueue" | "requestTimeoutMs">,
+    engine: DaemonEngine,
+    control: ControlHandlers,
+    closing: () => boolean,
+  ) {
+    this.#options = options;
+    this.#engine = engine;
+    this.#control = control;
+    this.#closing = closing;
+  }
+
+  /** Requests waiting for the writer or a reader. */
+  get queueDepth(): number {
+    return this.#engine.writer.queueDepth + this.#readsQueued;
+  }
+
+  /** `receivedAt`: when the request's frame was read, where its deadline starts. */
+  async handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
+    // Control ops are answered even while the daemon shuts down.
+    if (isControlOp(request.op)) return this.#control[request.op](request.args);
+    if (this.#closing()) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
+    if (this.queueDepth >= this.#options.maxQueue) {
+      throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
+    }
+    const kind = OPERATION_KINDS[request.op];
+    const params = parseOperation(request.op, request.args);
+    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.#options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
+    if (kind === "write") {
+      if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
+      return this.#engine.writer.write(request.op as WriteOpName, params, deadline);
+    }
+    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
+    return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
+  }
+
+  async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
+    this.#readsQueued++;
+    try {
+      return await this.#engine.readers.run(op, params, deadline, cursor, requester);
+    } finally {
+      this.#readsQueued--;
+    }
+  }
+
+  /**
+   * Sends a streamed result page by page, as fast as the client reads it. Each page has the
+   * request's time span as its own deadline: the client waits page by page.
+   */
+  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
+    let cursor: unknown = null;
+    do {
+      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, connection, cursor)) as Page<unknown, unknown>;
+      if (page.items.length > 0) await connection.sendChunk(id, page.items);
+      cursor = page.next;
+    } while (cursor !== null && connection.open);
+    return null;
+  }
+}

@@ -1,0 +1,49 @@
+/** What `openSessionDB` takes: which database, which mode, and each mode's patience. */
+export interface OpenOptions {
+  /**
+   * The database file, or a PostgreSQL database as a `postgres://` / `postgresql://` URL.
+   * Default: `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`.
+   */
+  path?: string;
+  /** Default "auto": the daemon when one answers for this file, else direct. */
+  mode?: "auto" | "daemon" | "direct";
+  /** Default: derived from the database path. */
+  socketPath?: string;
+  /** Direct mode's SQLite busy timeout. Default 1000. */
+  busyTimeoutMs?: number;
+  /** Direct mode's write retry. Default: a 20 s budget, 20–150 ms pauses growing after 2 s. */
+  retry?: RetryOptions;
+  /** Direct mode's PASSIVE checkpoint cadence. Default 50. */
+  checkpointEveryNWrites?: number;
+  /**
+   * Daemon mode: how long a request may take, in ms. Default 30000. The daemon does not start a
+   * request past it (`TIMEOUT`: not applied); a write sent and not answered by then (plus 2 s)
+   * fails with `OUTCOME_UNKNOWN`.
+   */
+  requestTimeoutMs?: number;
+  /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
+  connectTimeoutMs?: number;
+  /**
+   * Modes "daemon" and "auto": when no daemon answers, start one (`sessiondb serve --idle-exit
+   * 600`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
+   * Default false: "auto" falls back to direct mode instead.
+   */
+  autostart?: boolean;
+  /**
+   * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
+   * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one
+   * `SCHEMA` (left as it is), in every mode that would open the file.
+   */
+  create?: boolean;
+}
+
+/** Direct mode's patience for the write lock (SPEC §4). */
+export interface RetryOptions {
+  /** How long a write keeps trying for the lock before it fails with BUSY, in ms. Default 20000. */
+  budgetMs?: number;
+  /** An optional cap on the attempts within the budget. Default: none. */
+  maxAttempts?: number;
+  /** The random pause between attempts: 20–150 ms by default, its range growing after 2 s of waiting. */
+  minDelayMs?: number;
+  maxDelayMs?: number;
+}
