@@ -1,0 +1,189 @@
+/**
+ * CJK search served from the index stops early (src/engine/cjk-search.ts): it must still return
+ * exactly the page the LIKE scan would — whatever order ids and times are in, with filters,
+ * offsets past the point where a walk could stop, short queries, and an index that lags.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { test } from "node:test";
+import { catchUpCjkIndex, createCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
+import { openConnection } from "../src/engine/connection.js";
+import { operations } from "../src/engine/operations.js";
+import { ensureSchema } from "../src/engine/schema.js";
+import { DEFAULT_RETRY, inWriteTransaction } from "../src/engine/transaction.js";
+import { openSessionDB, type SearchHit } from "../src/index.js";
+import { freshDbPath, startDaemon } from "./helpers/daemon.js";
+import { rawGet, rawWrite } from "./helpers/raw-db.js";
+import { tempDir } from "./helpers/temp-dir.js";
+
+/** A small deterministic generator, so a failure replays. */
+function random(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1_103_515_245 + 12_345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
+}
+
+const ALPHABET = [..."数据库迁移会话笔记"];
+const SOURCES = ["cli", "telegram", "api"];
+const ROLES = ["user", "assistant", "tool"];
+/** Where the messages' times start: a year ago, so "now" is well ahead of them. */
+const T0 = Date.now() / 1000 - 365 * 86_400;
+/** A time the indexer's clock has not reached: such messages are outliers. */
+const FUTURE = 4_102_444_800;
+
+/** Page shapes a search is asked for: small pages, offsets well past the first page, filters. */
+const PAGES = [
+  {},
+  { limit: 1 },
+  { limit: 3 },
+  { limit: 4, offset: 7 },
+  { limit: 2, offset: 25 },
+  { limit: 5, offset: 60 },
+  { roleFilter: ["tool"], limit: 4 },
+  { sourceFilter: ["api"], limit: 5, offset: 3 },
+  { excludeSources: ["cli"], limit: 3, offset: 2 },
+  { sourceFilter: ["telegram"], roleFilter: ["user", "assistant"], limit: 6, offset: 4 },
+];
+
+const mark = (path: string) => rawGet<{ high_water: number }>(path, "SELECT high_water FROM messages_cjk_state")?.high_water;
+const topId = (path: string) => rawGet<{ id: number }>(path, "SELECT max(id) AS id FROM messages")!.id;
+
+async function indexed(path: string): Promise<void> {
+  for (let i = 0; i < 600 && mark(path) !== topId(path); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(mark(path), topId(path), "the daemon indexed the backlog");
+}
+
+test("through the daemon, indexed CJK search gives the LIKE scan's exact hits: out-of-order times, filters, offsets, short queries, a lagging index", async (t) => {
+  const rand = random(4);
+  const text = () => Array.from({ length: 6 + Math.floor(rand() * 14) }, () => ALPHABET[Math.floor(rand() * ALPHABET.length)]).join("");
+  const path = freshDbPath(t);
+  const setup = await openSessionDB({ path, mode: "direct" });
+  for (let i = 0; i < 9; i++) await setup.createSession(`s${i}`, SOURCES[i % SOURCES.length]!);
+  await setup.close();
+  // Times mostly follow ids, with jitter, runs of equal times, old imports, a writer whose clock
+  // is far ahead, and one timestamp that is not a number at all.
+  const timeFor = (i: number): unknown => {
+    const x = rand();
+    if (x < 0.06) return T0 - 1_000_000 * rand();
+    if (x < 0.09) return FUTURE + Math.floor(rand() * 100);
+    if (x < 0.15) return T0 + Math.floor(i / 10) * 10;
+    return T0 + i * 10 + (rand() - 0.5) * 400;
+  };
+  const insert = (raw: { prepare(sql: string): { run(...p: unknown[]): unknown } }, from: number, count: number) => {
+    const stmt = raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)");
+    for (let i = from; i < from + count; i++) {
+      const content = rand() < 0.1 ? `english only ${i}` : text();
+      // The text timestamp goes to a session that stays (an export refuses it).
+      const odd = i === from + 5;
+      stmt.run(odd ? "s0" : `s${Math.floor(rand() * 9)}`, ROLES[Math.floor(rand() * ROLES.length)], content, odd ? "soon" : timeFor(i));
+    }
+  };
+  rawWrite(path, (raw) => insert(raw, 0, 700));
+
+  const daemon = await startDaemon(t, path);
+  const db = await daemon.open(t);
+  await indexed(path);
+  // A session deleted and imported back keeps its ids, all below the index's mark.
+  const exported = await db.exportSession("s4");
+  assert.ok(exported !== null && exported.messages.length > 0);
+  await db.deleteSession("s4");
+  const imported = await db.importSession(exported);
+  assert.equal(imported.renumbered, false, "the export's ids were free again");
+  // Then a plain writer (as the reference Python implementation would) appends behind the
+  // daemon's back: the index does not have these until the daemon's next write.
+  rawWrite(path, (raw) => insert(raw, 1000, 80));
+  const lagging = mark(path)!;
+  assert.ok(lagging < topId(path), "the index lags behind the file");
+
+  // The oracle: a copy of the file without the index, which direct mode searches by the scan.
+  const copy = join(tempDir(t), "scan.db");
+  const reader = openConnection(path, { readonly: true, busyTimeoutMs: 5000 });
+  try {
+    reader.prepare("VACUUM INTO ?").run(copy);
+  } finally {
+    reader.close();
+  }
+  rawWrite(copy, (raw) => {
+    for (const table of ["messages_cjk", "messages_cjk_state", "messages_cjk_bound", "messages_cjk_outliers"]) raw.exec(`DROP TABLE ${table}`);
+  });
+  const scan = await openSessionDB({ path: copy, mode: "direct" });
+  t.after(() => scan.close());
+
+  const queries = new Set<string>(["数", "据库", "数据库", "库迁移会", "笔记数据库迁移"]);
+  while (queries.size < 30) queries.add(text().slice(0, 1 + Math.floor(rand() * 4)));
+  let pages = 0;
+  for (const query of queries) {
+    for (const page of PAGES) {
+      const expected: SearchHit[] = await scan.searchMessages(query, page);
+      assert.deepEqual(await db.searchMessages(query, page), expected, `${query} ${JSON.stringify(page)}`);
+      if (expected.length > 0 && (page.offset ?? 0) > 0) pages++;
+    }
+  }
+  assert.ok(pages >= 60, `only ${pages} pages past the first had hits`);
+  assert.equal(mark(path), lagging, "searching did not catch the index up: the lagging rows were found by the scan of the tail");
+});
+
+test("after a catch-up, the walk's early stop keeps the scan's page under random times, pages and filters", (t) => {
+  const path = join(tempDir(t), "walk.db");
+  const db = openConnection(path, { busyTimeoutMs: 1000 });
+  t.after(() => db.close());
+  ensureSchema(db, DEFAULT_RETRY);
+  assert.equal(inWriteTransaction(db, () => createCjkIndex(db)), true);
+  const rand = random(27);
+  const text = () => Array.from({ length: 3 + Math.floor(rand() * 10) }, () => ALPHABET[Math.floor(rand() * ALPHABET.length)]).join("");
+  for (let i = 0; i < 6; i++) db.prepare("INSERT INTO sessions (id, source, started_at) VALUES (?, ?, 0)").run(`s${i}`, SOURCES[i % 3]);
+  const insert = db.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)");
+  const search = (query: string, page: Record<string, unknown>) => {
+    const params = operations.searchMessages.parse([query, page]);
+    return (operations.searchMessages.run(db, params as never) as Array<{ id: number }>).map((h) => h.id);
+  };
+  const scan = (query: string, page: { limit?: number; offset?: number; roleFilter?: string[]; sourceFilter?: string[]; excludeSources?: string[] }) =>
+    db
+      .prepare(
+        `SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE m.content LIKE ? AND (? IS NULL OR m.role IN (SELECT value FROM json_each(?)))
+           AND (? IS NULL OR s.source IN (SELECT value FROM json_each(?)))
+           AND (? IS NULL OR s.source NOT IN (SELECT value FROM json_each(?)))
+         ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?`,
+      )
+      .pluck()
+      .all(
+        `%${query}%`,
+        ...[page.roleFilter, page.sourceFilter, page.excludeSources].flatMap((f) => Array(2).fill(f === undefined ? null : JSON.stringify(f))),
+        page.limit ?? 20,
+        page.offset ?? 0,
+      ) as number[];
+  // Only queries FTS5 finds nothing for reach the fallback (SPEC §3.1 step 4).
+  const ftsFinds = (query: string) => db.prepare("SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?").get(query) !== undefined;
+  let clock = T0;
+  let compared = 0;
+  for (let round = 0; round < 120; round++) {
+    const action = rand();
+    if (action < 0.5) {
+      // A burst of appends whose times run forward, backward (an import), in ties or ahead.
+      const mode = rand();
+      for (let i = 0; i < 25; i++) {
+        const ts = mode < 0.55 ? (clock += rand() * 50) - rand() * 300 : mode < 0.75 ? T0 - rand() * 1e6 : mode < 0.9 ? clock : FUTURE + rand();
+        insert.run(`s${Math.floor(rand() * 6)}`, ROLES[Math.floor(rand() * 3)], rand() < 0.1 ? "plain" : text(), ts);
+      }
+    } else if (action < 0.6) {
+      db.exec("DELETE FROM messages WHERE id IN (SELECT id FROM messages ORDER BY random() LIMIT 8)");
+    } else {
+      inWriteTransaction(db, () => {
+        catchUpCjkIndex(db, 1 + Math.floor(rand() * 300));
+        if (rand() < 0.3) sweepCjkIndex(db);
+      });
+    }
+    for (let q = 0; q < 10; q++) {
+      const query = text().slice(0, 1 + Math.floor(rand() * 4));
+      const page = PAGES[Math.floor(rand() * PAGES.length)]!;
+      if (ftsFinds(query)) continue;
+      const expected = scan(query, page);
+      assert.deepEqual(search(query, page), expected, `round ${round}, ${query} ${JSON.stringify(page)}`);
+      if (expected.length > 0) compared++;
+    }
+  }
+  assert.ok(compared >= 600, `only ${compared} searches with hits were compared`);
+});
