@@ -105,7 +105,7 @@ const SEARCHES: Record<Exclude<ReadOp, "list-rich-50">, (queries: Corpus["querie
   "search-common": (q) => q.common,
   "search-phrase": (q) => q.phrase,
   "search-cjk": (q) => q.cjk,
-  // Two characters: too short for the trigram index, so the LIKE scan serves it.
+  // Two characters: too short for a trigram, so the walk goes through every indexed message (those with CJK).
   "search-cjk-short": (q) => [...q.cjk].slice(0, 2).join(""),
 };
 

@@ -4,6 +4,7 @@ import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
 import { CANDIDATES_FROM, cjkCandidates } from "./cjk-search.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
+import { inReadSnapshot } from "./transaction.js";
 import { read } from "./define-operation.js";
 import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
 
@@ -86,10 +87,14 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   if (hits.length === 0 && containsCjk(sanitized)) {
     const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
     const like = { ...filters, raw, pattern: `%${escapeLike(raw)}%` };
-    const candidates = cjkCandidates(db, raw, like, p.limit + p.offset, LIKE_MATCH);
-    hits = (candidates === null
-      ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
-      : sql(db, LIKE_SQL.replace("{from}", CANDIDATES_FROM)).all({ ...like, candidates })) as HitRow[];
+    // The candidates and the page they give must come from the same moment: a message deleted
+    // in between would leave the page short.
+    hits = inReadSnapshot(db, () => {
+      const candidates = cjkCandidates(db, raw, like, p.limit + p.offset, LIKE_MATCH);
+      return (candidates === null
+        ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
+        : sql(db, LIKE_SQL.replace("{from}", CANDIDATES_FROM)).all({ ...like, candidates })) as HitRow[];
+    });
   }
   return hits.map((hit) => withContext(db, hit));
 }
