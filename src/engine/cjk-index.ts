@@ -104,7 +104,7 @@ export function createCjkIndex(db: Connection): boolean {
   const version = sql(db, "SELECT version FROM schema_version LIMIT 1").pluck().get();
   if (version !== SCHEMA_VERSION) return false;
   return inSavepoint(db, () => {
-    const earlier = hasTable(db, "messages_cjk_state");
+    const earlier = hasTable(db, "messages_cjk_state") && !hasCjkIndex(db);
     db.exec(CREATE_SQL);
     // An earlier version's index has no bounds: it is built again from the first message.
     if (earlier) {
