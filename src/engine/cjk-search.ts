@@ -55,18 +55,18 @@ export function cjkCandidates(db: Connection, raw: string, params: Record<string
   if (!hasCjkIndex(db)) return null;
   const mark = sql(db, MARK_SQL).pluck().get() as number;
   if (mark === 0) return null;
-  const bound = { ...params, mark };
+  const atMark = { ...params, mark };
   const ranks = new RankCount();
   const candidates = new Set<number>();
-  for (const row of sql(db, OUTSIDE_SQL.replaceAll("{match}", match)).all(bound) as Array<{ id: number; ts: unknown }>) {
+  for (const row of sql(db, OUTSIDE_SQL.replaceAll("{match}", match)).all(atMark) as Array<{ id: number; ts: unknown }>) {
     if (candidates.has(row.id)) continue;
     candidates.add(row.id);
     ranks.add(row.id, row.ts);
   }
   const short = [...raw].length < MIN_INDEXED_LENGTH;
   const walk = short
-    ? sql(db, SHORT_WALK_SQL.replace("{match}", match)).iterate(bound)
-    : sql(db, TRIGRAM_WALK_SQL.replace("{match}", match)).iterate({ ...bound, trigrams: trigramQuery(raw) });
+    ? sql(db, SHORT_WALK_SQL.replace("{match}", match)).iterate(atMark)
+    : sql(db, TRIGRAM_WALK_SQL.replace("{match}", match)).iterate({ ...atMark, trigrams: trigramQuery(raw) });
   for (const row of walk as IterableIterator<WalkRow>) {
     if (row.boundId !== null) ranks.settle(row.bound, row.id);
     if (ranks.above >= need) break; // leaving the loop ends the query
