@@ -8,9 +8,9 @@ import {
   arity, field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
 } from "./args.js";
 import { noteCjkBackfill } from "./cjk-index.js";
-import { containsCjk } from "./fts-query.js";
 import { sql, type Connection } from "./connection.js";
 import { write } from "./define-operation.js";
+import { containsCjk } from "./fts-query.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS } from "./rows.js";
 import { toolCallCount } from "./messages.js";
 import { assertTitleFree, sanitizeTitle } from "./titles.js";

@@ -4,9 +4,9 @@ import type { ContextMessage, SearchHit } from "../session-db.js";
 import { arity, count, field, optObject, optStrList, str } from "./args.js";
 import { CANDIDATES_FROM, cjkCandidates } from "./cjk-search.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
-import { inReadSnapshot } from "./transaction.js";
 import { read } from "./define-operation.js";
 import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
+import { inReadSnapshot } from "./transaction.js";
 
 export { containsCjk, sanitizeFtsQuery };
 
