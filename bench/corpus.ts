@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { join } from "node:path";
 import { openConnection, type Connection } from "../src/engine/connection.js";
 import { ensureSchema, SCHEMA_VERSION } from "../src/engine/schema.js";
-import { catchUpCjkIndex, createCjkIndex } from "../src/engine/cjk-index.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex } from "../src/engine/cjk-index.js";
 import { DEFAULT_RETRY, inWriteTransaction } from "../src/engine/transaction.js";
 import { Random } from "./random.js";
 import { CJK_TERM, COMMON_TERM, PHRASE, RARE_TERM, TextGenerator } from "./text-generator.js";
@@ -68,8 +68,8 @@ export function ensureCorpus(messages: number, seed: number, cacheDir: string): 
   const metaPath = `${stem}.json`;
   if (existsSync(path) && existsSync(metaPath)) {
     const cached = JSON.parse(readFileSync(metaPath, "utf8")) as CorpusMeta;
-    // A corpus cached before the CJK index existed gets it now, once.
-    if (cached.cjkIndex === undefined) {
+    // A corpus cached before the CJK index existed, or with an earlier version of it, gets it now, once.
+    if (cached.cjkIndex === undefined || !hasCurrentCjkIndex(path)) {
       const indexed = { ...cached, cjkIndex: buildCjkIndex(path), bytes: statSync(path).size };
       writeFileSync(metaPath, `${JSON.stringify(indexed, null, 2)}\n`);
       return { ...indexed, path, generatedInS: null };
@@ -170,6 +170,15 @@ function generate(db: Connection, total: number, seed: number): number {
   }
   db.exec("COMMIT");
   return sessions;
+}
+
+function hasCurrentCjkIndex(path: string): boolean {
+  const db = openConnection(path, { busyTimeoutMs: 5000, readonly: true });
+  try {
+    return hasCjkIndex(db);
+  } finally {
+    db.close();
+  }
 }
 
 /** Creates the CJK index in the file and catches it up from nothing, as a daemon would; measures it. */

@@ -154,6 +154,7 @@ function readTable(size: ReadSizeResult): string {
   const cjk = c.cjkIndex;
   const index =
     `CJK index: ${num(cjk.bytes / 2 ** 20)} MiB for the ${cjk.indexedMessages} messages with CJK ` +
+    `(${num(cjk.bytes / c.messages)} bytes per message of the file, ${num((100 * cjk.bytes) / c.bytes)} % of it) ` +
     `(the FTS5 index of all messages: ${num(cjk.ftsBytes / 2 ** 20)} MiB), built from nothing in ${num(cjk.buildS)} s.`;
   return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} Flat-out writer: ${writers}. Point read (getSession) p50 / p99 beside ${SLOW_SEARCHERS} clients running 4 KB OR-of-prefixes searches back to back: ${points}.\n\n${markdownTable(header, rows)}`;
 }

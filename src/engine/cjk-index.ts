@@ -12,9 +12,16 @@
  * - rows deleted since (by any process) leave stale entries, so every candidate is joined to its
  *   message and the LIKE is checked again, which also makes the index a superset search
  *   (`detail=none` keeps it small; trigram case folding is wider than LIKE's ASCII folding);
- * - when the newest rows are deleted the mark drops with them, so reused rowids are indexed again.
- * Queries under 3 characters (no trigram), and files without the table, take the plain LIKE scan.
+ * - when the newest rows are deleted the mark drops with them, so reused rowids are indexed again;
+ * - messages our import writes below the mark (an export's own ids) are listed as outliers.
  * Only messages that contain CJK are indexed: a CJK query can match no other.
+ *
+ * For the newest-first order of the fallback, each indexed message also gets a bound: the
+ * latest timestamp of any indexed message at or below its id (a running maximum, kept as the
+ * catch-up goes up the ids). A search walks the index from the newest id down and may stop
+ * once it holds enough hits later than the bound where it stands (./cjk-search.ts). A message
+ * whose timestamp would spoil the bound (not a finite number, or ahead of the indexer's clock)
+ * is an outlier instead: it is checked by every search, like the messages above the mark.
  */
 import { sql, type Connection } from "./connection.js";
 import { containsCjk } from "./fts-query.js";
@@ -30,35 +37,58 @@ CREATE TABLE IF NOT EXISTS messages_cjk_state (
     mark_timestamp REAL
 );
 INSERT INTO messages_cjk_state (high_water) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM messages_cjk_state);
+CREATE TABLE IF NOT EXISTS messages_cjk_bound (id INTEGER PRIMARY KEY, bound REAL);
+CREATE TABLE IF NOT EXISTS messages_cjk_outliers (id INTEGER PRIMARY KEY);
 `;
 
-const EXISTS_SQL = "SELECT 1 FROM sqlite_master WHERE name = 'messages_cjk_state'";
+/** The index's tables and the column holding the message id, emptied together. */
+const TABLES = [
+  ["messages_cjk", "rowid"],
+  ["messages_cjk_bound", "id"],
+  ["messages_cjk_outliers", "id"],
+] as const;
+
+const TABLE_SQL = "SELECT 1 FROM sqlite_master WHERE name = ?";
+/** The table made last: a file with only the first ones has the index of an earlier version. */
+const NEWEST_TABLE = "messages_cjk_outliers";
 /**
  * The mark counts only while the message at it is the one that was indexed there (same session
  * and time): if its id was deleted and handed out again, everything is scanned until the next
  * catch-up sorts it out.
  */
-const VALID_MARK_SQL = `COALESCE((SELECT st.high_water FROM messages_cjk_state st JOIN messages mk
+export const VALID_MARK_SQL = `COALESCE((SELECT st.high_water FROM messages_cjk_state st JOIN messages mk
   ON mk.id = st.high_water AND mk.session_id = st.mark_session AND mk.timestamp = st.mark_timestamp), 0)`;
 const STATE_SQL = `SELECT st.high_water AS mark, ${VALID_MARK_SQL} AS valid,
   (SELECT COALESCE(max(id), 0) FROM messages) AS top,
   (SELECT 1 FROM messages WHERE id = st.high_water) AS markExists,
   (SELECT seq FROM sqlite_sequence WHERE name = 'messages') AS seq
   FROM messages_cjk_state st`;
-const TAIL_SQL = "SELECT id, content FROM messages WHERE id > ? ORDER BY id LIMIT ?";
+const TAIL_SQL = "SELECT id, content, timestamp FROM messages WHERE id > ? ORDER BY id LIMIT ?";
 const INSERT_SQL = "INSERT OR REPLACE INTO messages_cjk (rowid, content) VALUES (?, ?)";
-const DROP_ABOVE_SQL = "DELETE FROM messages_cjk WHERE rowid > ?";
-const DROP_ALL_SQL = "DELETE FROM messages_cjk";
+const LAST_BOUND_SQL = "SELECT bound FROM messages_cjk_bound WHERE id <= ? ORDER BY id DESC LIMIT 1";
+const INSERT_BOUND_SQL = "INSERT OR REPLACE INTO messages_cjk_bound (id, bound) VALUES (?, ?)";
+const INSERT_OUTLIER_SQL = "INSERT OR IGNORE INTO messages_cjk_outliers (id) VALUES (?)";
+const INSERT_OUTLIERS_BELOW_MARK_SQL = `INSERT OR IGNORE INTO messages_cjk_outliers (id)
+  SELECT value FROM json_each(?) WHERE value <= (SELECT high_water FROM messages_cjk_state)`;
+const RESET_MARK_SQL = "UPDATE messages_cjk_state SET high_water = 0, mark_session = NULL, mark_timestamp = NULL";
 const SET_MARK_SQL = `UPDATE messages_cjk_state SET high_water = @id,
   mark_session = (SELECT session_id FROM messages WHERE id = @id), mark_timestamp = (SELECT timestamp FROM messages WHERE id = @id)`;
 const WINDOW_SQL = "SELECT rowid FROM messages_cjk WHERE rowid > ? ORDER BY rowid LIMIT ?";
-const STALE_SQL = `DELETE FROM messages_cjk WHERE rowid IN (SELECT value FROM json_each(?) AS c
-  WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.value))`;
+const staleSql = ([table, column]: (typeof TABLES)[number]) => `DELETE FROM ${table} WHERE ${column} IN
+  (SELECT value FROM json_each(?) AS c WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.value))`;
+/** The outliers our import listed have no entry in the trigram table, so no window finds them. */
+const STALE_OUTLIERS_SQL = `DELETE FROM messages_cjk_outliers
+  WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = messages_cjk_outliers.id)`;
 
 /** The rows one catch-up inside a write transaction indexes at most (the rest waits for the next). */
 const CATCH_UP_ROWS = 256;
 /** Index entries checked for a deleted message per idle chunk. */
 const SWEEP_ROWS = 2000;
+/**
+ * How far ahead of the indexer's clock a timestamp may be and still count in the bounds: a
+ * message from a writer whose clock is ahead would otherwise make every search walk back to it.
+ */
+const AHEAD_S = 60;
 
 /** Where the stale-entry sweep of each connection has got to, by rowid (it wraps around). */
 const sweepCursor = new WeakMap<Connection, number>();
@@ -74,13 +104,40 @@ export function createCjkIndex(db: Connection): boolean {
   const version = sql(db, "SELECT version FROM schema_version LIMIT 1").pluck().get();
   if (version !== SCHEMA_VERSION) return false;
   return inSavepoint(db, () => {
+    const earlier = hasTable(db, "messages_cjk_state") && !hasCjkIndex(db);
     db.exec(CREATE_SQL);
+    // An earlier version's index has no bounds: it is built again from the first message.
+    if (earlier) {
+      dropAbove(db, null);
+      sql(db, RESET_MARK_SQL).run();
+    }
     return true;
   });
 }
 
+function hasTable(db: Connection, name: string): boolean {
+  return sql(db, TABLE_SQL).get(name) !== undefined;
+}
+
 export function hasCjkIndex(db: Connection): boolean {
-  return sql(db, EXISTS_SQL).get() !== undefined;
+  return hasTable(db, NEWEST_TABLE);
+}
+
+/** Empties the index above `id` (all of it for null). */
+function dropAbove(db: Connection, id: number | null): void {
+  for (const [table, column] of TABLES) {
+    if (id === null) sql(db, `DELETE FROM ${table}`).run();
+    else sql(db, `DELETE FROM ${table} WHERE ${column} > ?`).run(id);
+  }
+}
+
+/**
+ * Lists messages just written with ids of their own (an import keeping an export's ids) that lie
+ * at or below the mark, where the catch-up will not look: every search checks them. Must run
+ * inside the write transaction that wrote them.
+ */
+export function noteCjkBackfill(db: Connection, ids: readonly number[]): void {
+  if (ids.length > 0 && hasCjkIndex(db)) sql(db, INSERT_OUTLIERS_BELOW_MARK_SQL).run(JSON.stringify(ids));
 }
 
 /**
@@ -122,13 +179,13 @@ function resumeFrom(db: Connection, state: IndexState): number {
   if (top < mark) {
     // The newest messages were deleted: their ids may be handed out again, so nothing above
     // the newest remaining message counts as indexed.
-    sql(db, DROP_ABOVE_SQL).run(top);
+    dropAbove(db, top);
     return top;
   }
   // The message at the mark is gone but newer ones exist. AUTOINCREMENT never hands its id out
   // again; otherwise (or if its id holds another message now) start over.
   if (markExists === null && seq !== null && seq >= mark) return mark;
-  sql(db, DROP_ALL_SQL).run();
+  dropAbove(db, null);
   return 0;
 }
 
@@ -136,10 +193,20 @@ function indexTail(db: Connection, maxRows: number): boolean {
   const state = sql(db, STATE_SQL).get() as IndexState | undefined;
   if (state === undefined) return false;
   let mark = resumeFrom(db, state);
-  const rows = sql(db, TAIL_SQL).all(mark, maxRows) as Array<{ id: number; content: string | null }>;
+  const rows = sql(db, TAIL_SQL).all(mark, maxRows) as Array<{ id: number; content: string | null; timestamp: unknown }>;
   const insert = sql(db, INSERT_SQL);
+  const insertBound = sql(db, INSERT_BOUND_SQL);
+  const insertOutlier = sql(db, INSERT_OUTLIER_SQL);
+  // The running maximum: rows at or below the mark were indexed in id order before these.
+  let bound = (sql(db, LAST_BOUND_SQL).pluck().get(mark) as number | null | undefined) ?? null;
+  const latest = Date.now() / 1000 + AHEAD_S;
   for (const row of rows) {
-    if (row.content !== null && containsCjk(row.content)) insert.run(row.id, row.content);
+    if (row.content === null || !containsCjk(row.content)) continue;
+    insert.run(row.id, row.content);
+    const ts = row.timestamp;
+    if (typeof ts === "number" && Number.isFinite(ts) && ts <= latest) bound = Math.max(bound ?? ts, ts);
+    else insertOutlier.run(row.id);
+    insertBound.run(row.id, bound);
   }
   mark = rows.at(-1)?.id ?? mark;
   if (mark !== state.valid) sql(db, SET_MARK_SQL).run({ id: mark });
@@ -155,43 +222,12 @@ export function sweepCjkIndex(db: Connection): boolean {
   if (!hasCjkIndex(db)) return false;
   const from = sweepCursor.get(db) ?? 0;
   const window = sql(db, WINDOW_SQL).pluck().all(from, SWEEP_ROWS) as number[];
-  if (window.length > 0) sql(db, STALE_SQL).run(JSON.stringify(window));
+  if (window.length > 0) for (const table of TABLES) sql(db, staleSql(table)).run(JSON.stringify(window));
   const more = window.length === SWEEP_ROWS;
+  if (!more) sql(db, STALE_OUTLIERS_SQL).run();
   sweepCursor.set(db, more ? (window.at(-1) ?? 0) : 0);
   return more;
 }
 
-/**
- * The fallback's candidate rows: the index's matches plus everything above the mark. The
- * caller joins them to messages and checks `content LIKE` on each.
- */
-const CANDIDATES_SQL = `SELECT rowid AS id FROM messages_cjk WHERE messages_cjk MATCH @trigrams
-  UNION SELECT id FROM messages WHERE id > ${VALID_MARK_SQL}`;
-
 /** The trigram tokenizer needs 3 characters to look anything up. */
-const MIN_INDEXED_LENGTH = 3;
-
-/**
- * The `FROM` of the fallback over the index (`m` = messages), or null when the plain scan must
- * serve this query: no index in the file, or a query too short for trigrams.
- */
-export function cjkCandidates(db: Connection, raw: string): { from: string; trigrams: string } | null {
-  if ([...raw].length < MIN_INDEXED_LENGTH || !hasCjkIndex(db)) return null;
-  return { from: `(${CANDIDATES_SQL}) AS c CROSS JOIN messages m ON m.id = c.id`, trigrams: trigramQuery(raw) };
-}
-
-/** Distinct trigrams a query's AND takes at most: fewer only widens the candidates. */
-const MAX_TRIGRAMS = 32;
-
-/**
- * Every trigram of the text, each a quoted term, ANDed: with `detail=none` the index keeps no
- * positions (so no phrase queries), and a row holding all of them is a candidate.
- */
-function trigramQuery(raw: string): string {
-  const chars = [...raw];
-  const trigrams = new Set<string>();
-  for (let i = 0; i + MIN_INDEXED_LENGTH <= chars.length && trigrams.size < MAX_TRIGRAMS; i++) {
-    trigrams.add(chars.slice(i, i + MIN_INDEXED_LENGTH).join(""));
-  }
-  return [...trigrams].map((t) => `"${t.replace(/"/g, '""')}"`).join(" AND ");
-}
+export const MIN_INDEXED_LENGTH = 3;

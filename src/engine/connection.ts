@@ -11,6 +11,8 @@ export interface Statement {
   run(...params: unknown[]): RunResult;
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** Rows one at a time; leaving the loop early ends the query. */
+  iterate(...params: unknown[]): IterableIterator<unknown>;
   /** Rows as their first column's value. */
   pluck(toggle?: boolean): this;
 }

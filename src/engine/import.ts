@@ -7,8 +7,10 @@ import type { ImportResult } from "../session-db.js";
 import {
   field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
 } from "./args.js";
+import { noteCjkBackfill } from "./cjk-index.js";
 import { sql, type Connection } from "./connection.js";
 import { write } from "./define-operation.js";
+import { containsCjk } from "./fts-query.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS } from "./rows.js";
 import { toolCallCount } from "./messages.js";
 import { assertTitleFree, sanitizeTitle } from "./titles.js";
@@ -184,6 +186,7 @@ function runImport(db: Connection, p: ImportParams): ImportResult {
   const keepIds = canKeepIds(db, p);
   const insert = sql(db, INSERT_MESSAGE);
   for (const m of p.messages) insert.run(keepIds ? m : { ...m, id: null });
+  if (keepIds) noteCjkBackfill(db, p.messages.filter((m) => typeof m.content === "string" && containsCjk(m.content)).map((m) => m.id as number));
   return {
     status: "imported",
     messages: p.messages.length,

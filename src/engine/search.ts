@@ -2,10 +2,11 @@
 import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
 import { count, field, optObject, optStrList, str } from "./args.js";
-import { cjkCandidates } from "./cjk-index.js";
+import { CANDIDATES_FROM, cjkCandidates } from "./cjk-search.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
 import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
+import { inReadSnapshot } from "./transaction.js";
 
 export { containsCjk, sanitizeFtsQuery };
 
@@ -35,12 +36,15 @@ const FTS_SQL = `SELECT ${HIT_COLUMNS.replace("{snippet}", "snippet(messages_fts
   WHERE messages_fts MATCH @match ${FILTERS}
   ORDER BY rank LIMIT @limit OFFSET @offset`;
 
+/** The CJK fallback's condition on a message `m` of a session `s`. */
+const LIKE_MATCH = `m.content LIKE @pattern ESCAPE '\\' ${FILTERS}`;
+
 /**
- * `{from}` is the plain scan (`messages m`) or the CJK index's candidates (./cjk-index.ts). The
+ * `{from}` is the plain scan (`messages m`) or the CJK index's candidates (./cjk-search.ts). The
  * page is chosen first and the snippets cut for its rows only.
  */
 const LIKE_SQL = `WITH page AS MATERIALIZED (SELECT m.id, m.timestamp FROM {from} JOIN sessions s ON s.id = m.session_id
-    WHERE m.content LIKE @pattern ESCAPE '\\' ${FILTERS}
+    WHERE ${LIKE_MATCH}
     ORDER BY m.timestamp DESC, m.id DESC LIMIT @limit OFFSET @offset)
   SELECT ${HIT_COLUMNS.replace("{snippet}", "substr(m.content, max(1, instr(m.content, @raw) - 40), 120)")}
   FROM page CROSS JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
@@ -83,10 +87,14 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   if (hits.length === 0 && containsCjk(sanitized)) {
     const raw = p.query.replace(/^[\s"]+|[\s"]+$/g, "");
     const like = { ...filters, raw, pattern: `%${escapeLike(raw)}%` };
-    const indexed = cjkCandidates(db, raw);
-    hits = (indexed === null
-      ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
-      : sql(db, LIKE_SQL.replace("{from}", indexed.from)).all({ ...like, trigrams: indexed.trigrams })) as HitRow[];
+    // The candidates and the page they give must come from the same moment: a message deleted
+    // in between would leave the page short.
+    hits = inReadSnapshot(db, () => {
+      const candidates = cjkCandidates(db, raw, like, p.limit + p.offset, LIKE_MATCH);
+      return (candidates === null
+        ? sql(db, LIKE_SQL.replace("{from}", "messages m")).all(like)
+        : sql(db, LIKE_SQL.replace("{from}", CANDIDATES_FROM)).all({ ...like, candidates })) as HitRow[];
+    });
   }
   return hits.map((hit) => withContext(db, hit));
 }

@@ -53,6 +53,20 @@ export function inWriteTransaction<T>(db: Connection, fn: () => T): T {
   }
 }
 
+/**
+ * Runs the reads of `fn` on one snapshot of the file (a deferred transaction, unless the caller
+ * is in one already): a result built from several statements then matches a single moment.
+ */
+export function inReadSnapshot<T>(db: Connection, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  db.exec("BEGIN");
+  try {
+    return fn();
+  } finally {
+    if (db.inTransaction) db.exec("COMMIT");
+  }
+}
+
 export function busyFailure(attempts: number, startedAt: number, cause: unknown): SessionDBError {
   const waited = Math.round(performance.now() - startedAt);
   return new SessionDBError(
