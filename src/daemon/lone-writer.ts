@@ -1,0 +1,88 @@
+/**
+ * The daemon's second write connection, on its main thread (the thread that serves the socket),
+ * for one client writing one message at a time: its write, finding the writer thread idle,
+ * commits here at once instead of crossing to the writer thread and back. Those two thread
+ * wake-ups cost more than the write's SQL (issue 15). Everything else goes to the writer
+ * thread: batches (the main thread keeps reading sockets while the thread commits), writes while
+ * it is busy (their order is kept), while the WAL guard holds writes, after an I/O error until
+ * the thread has reclaimed the WAL, and whenever another process holds the lock (this connection
+ * never waits for it: the thread does).
+ */
+import { openConnection, type Connection } from "../engine/connection.js";
+import { stillServed } from "../file-identity.js";
+import { GroupCommit, type BatchResult } from "./group-commit.js";
+import type { WriteJob, WriterConfig } from "./writer-messages.js";
+
+/** Writes of one turn of the event loop that may commit here: one (a lone client's). */
+const MOST_JOBS = 1;
+/** Commits here between two PASSIVE checkpoints, which the writer thread runs. */
+const CHECKPOINT_EVERY = 100;
+
+export class LoneWriter {
+  readonly #conn: Connection;
+  readonly #group: GroupCommit;
+  /** Set by the WAL guard, as the thread's hold: no transaction begins. */
+  #held = false;
+  /** After a write here failed with an I/O error, until the writer thread commits a clean batch. */
+  #suspended = false;
+  #commitsSinceCheckpoint = 0;
+
+  private constructor(conn: Connection, config: WriterConfig) {
+    this.#conn = conn;
+    this.#group = new GroupCommit(conn, config);
+  }
+
+  /**
+   * Opens the connection once the writer thread has opened (and migrated) the file. Null when the
+   * path no longer names the file served: the writer thread alone finds out what to do then.
+   */
+  static open(config: WriterConfig): LoneWriter | null {
+    // No busy wait: a locked file sends the write to the thread, and the main thread never blocks on it.
+    const conn = openConnection(config.path, { busyTimeoutMs: 0, synchronous: config.synchronous });
+    if (!stillServed(config.path, config.identity)) {
+      conn.close();
+      return null;
+    }
+    conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
+    // SQLite's automatic checkpoint would run inside a COMMIT here, on the thread serving every
+    // client: the writer thread checkpoints instead (checkpointDue).
+    conn.pragma("wal_autocheckpoint = 0");
+    return new LoneWriter(conn, config);
+  }
+
+  /** Commits `jobs` here, or answers null: they go to the writer thread. */
+  run(jobs: WriteJob[]): BatchResult | null {
+    if (jobs.length > MOST_JOBS || this.#held || this.#suspended || this.#group.fileReplaced || !this.#conn.open) return null;
+    const result = this.#group.run(jobs);
+    if (result.busy) return null;
+    if (result.ioFailed) this.#suspended = true;
+    if (result.batch !== null) this.#commitsSinceCheckpoint++;
+    return result;
+  }
+
+  /** True once every `CHECKPOINT_EVERY` commits here: the writer thread should checkpoint the WAL they grew. */
+  checkpointDue(): boolean {
+    if (this.#commitsSinceCheckpoint < CHECKPOINT_EVERY) return false;
+    this.#commitsSinceCheckpoint = 0;
+    return true;
+  }
+
+  hold(on: boolean): void {
+    this.#held = on;
+  }
+
+  /** The writer thread committed a batch with no I/O error: the disk has room again. */
+  resume(): void {
+    this.#suspended = false;
+  }
+
+  /** Fault injection: the same cap as the writer thread's connection (PRAGMA max_page_count is per connection). */
+  maxPageCount(pages: number | null): void {
+    this.#conn.pragma(`max_page_count = ${pages ?? 4294967294}`);
+  }
+
+  /** Idempotent. Nothing runs here between turns of the event loop, so nothing is cut short. */
+  close(): void {
+    if (this.#conn.open) this.#conn.close();
+  }
+}
