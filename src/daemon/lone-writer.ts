@@ -8,6 +8,7 @@
  * the thread has reclaimed the WAL, and whenever another process holds the lock (this connection
  * never waits for it: the thread does).
  */
+import { SessionDBError, toWireError } from "../errors.js";
 import { openConnection, type Connection } from "../engine/connection.js";
 import { stillServed } from "../file-identity.js";
 import { GroupCommit, type BatchResult } from "./group-commit.js";
@@ -53,7 +54,12 @@ export class LoneWriter {
   /** Commits `jobs` here, or answers null: they go to the writer thread. */
   run(jobs: WriteJob[]): BatchResult | null {
     if (jobs.length > MOST_JOBS || this.#held || this.#suspended || this.#group.fileReplaced || !this.#conn.open) return null;
-    const result = this.#group.run(jobs);
+    let result: BatchResult;
+    try {
+      result = this.#group.run(jobs);
+    } catch (err) {
+      return this.#broken(jobs, err);
+    }
     if (result.busy) return null;
     if (result.ioFailed) this.#suspended = true;
     if (result.batch !== null) this.#commitsSinceCheckpoint++;
@@ -65,6 +71,18 @@ export class LoneWriter {
     if (this.#commitsSinceCheckpoint < CHECKPOINT_EVERY) return false;
     this.#commitsSinceCheckpoint = 0;
     return true;
+  }
+
+  /**
+   * What would kill the writer thread (a failing ROLLBACK) must not kill the daemon: closing the
+   * connection rolls back what it had begun, the jobs fail unapplied, and from then on every write
+   * goes to the writer thread.
+   */
+  #broken(jobs: WriteJob[], err: unknown): BatchResult {
+    this.close();
+    const error = toWireError(new SessionDBError("INTERNAL", `this write was not applied: ${(err as Error).message}`, { cause: err }));
+    const unapplied = jobs.map((j) => ({ seq: j.seq, ok: false as const, error }));
+    return { unapplied, batch: null, left: [], busy: false, cjkBehind: false, ioFailed: false };
   }
 
   hold(on: boolean): void {
