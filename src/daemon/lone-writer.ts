@@ -4,7 +4,8 @@
  * commits here at once instead of crossing to the writer thread and back. Those two thread
  * wake-ups cost more than the write's SQL (issue 15). Everything else goes to the writer
  * thread: batches (the main thread keeps reading sockets while the thread commits), writes while
- * it is busy (their order is kept), while the WAL guard holds writes, after an I/O error until
+ * it is busy (their order is kept), writes while reads are running (their replies would wait for
+ * the commit), while the WAL guard holds writes, after an I/O error until
  * the thread has reclaimed the WAL, and whenever another process holds the lock (this connection
  * never waits for it: the thread does).
  */

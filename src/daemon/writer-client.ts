@@ -60,6 +60,8 @@ export class WriterClient {
   #pending = new Map<number, Pending>();
   /** The main thread's own write connection; null for a file served read-only, or once closing. */
   #lone: LoneWriter | null = null;
+  /** While true, the main thread has other work (reads to answer) and does not commit itself. */
+  #mainThreadBusy: () => boolean = () => false;
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
   #seq = 0;
@@ -123,7 +125,7 @@ export class WriterClient {
    * of writes holds) and the lone writer takes them. False: they go to the thread.
    */
   #commitHere(jobs: WriteJob[]): boolean {
-    if (this.#lone === null || this.#pending.size > jobs.length) return false;
+    if (this.#lone === null || this.#pending.size > jobs.length || this.#mainThreadBusy()) return false;
     const result = this.#lone.run(jobs);
     if (result === null) return false;
     this.#settle(result.unapplied);
@@ -143,6 +145,11 @@ export class WriterClient {
     this.#commitMs.add(batch.commitMs);
     this.#lockMs.add(batch.lockMs);
     this.#settle(batch.outcomes);
+  }
+
+  /** Lone writes go to the writer thread while `busy` holds: a commit here would delay those replies by an fsync. */
+  shareMainThreadWith(busy: () => boolean): void {
+    this.#mainThreadBusy = busy;
   }
 
   /** The checkpoint's result; rejects when it failed. */
