@@ -34,6 +34,11 @@ export interface BatchResult {
   ioFailed: boolean;
 }
 
+/** A write that failed with an I/O error (a full disk). */
+export function failedIO(outcome: WriteOutcome): boolean {
+  return !outcome.ok && outcome.error.code === "IO";
+}
+
 function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
 }
@@ -138,7 +143,7 @@ export class GroupCommit {
       outcomes.splice(0, outcomes.length, ...ran.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
     }
     const end = performance.now();
-    result.ioFailed = outcomes.some((o) => !o.ok && o.error.code === "IO");
+    result.ioFailed = outcomes.some(failedIO);
     result.batch = { outcomes, commitMs: end - commitStart, lockMs: end - lockedAt };
     return result;
   }

@@ -25,7 +25,10 @@ export class LoneWriter {
   readonly #group: GroupCommit;
   /** Set by the WAL guard, as the thread's hold: no transaction begins. */
   #held = false;
-  /** After a write here failed with an I/O error, until the writer thread commits a clean batch. */
+  /**
+   * After a write failed with an I/O error (here or on the writer thread), until the writer thread
+   * commits a clean batch: the thread gives the WAL's space back to the disk before its next one.
+   */
   #suspended = false;
   #commitsSinceCheckpoint = 0;
 
@@ -90,9 +93,9 @@ export class LoneWriter {
     this.#held = on;
   }
 
-  /** The writer thread committed a batch with no I/O error: the disk has room again. */
-  resume(): void {
-    this.#suspended = false;
+  /** What the writer thread's last batch says of the disk: full (an I/O error), or room again. */
+  threadBatch(ioFailed: boolean): void {
+    this.#suspended = ioFailed;
   }
 
   /** Fault injection: the same cap as the writer thread's connection (PRAGMA max_page_count is per connection). */

@@ -2,7 +2,7 @@ import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterStats } from "../protocol/control.js";
-import type { CommittedBatch } from "./group-commit.js";
+import { failedIO, type CommittedBatch } from "./group-commit.js";
 import { LoneWriter } from "./lone-writer.js";
 import type {
   CheckpointResult,
@@ -277,10 +277,12 @@ export class WriterClient {
   #onMessage(message: Exclude<FromWriter, { type: "ready" | "failed" }>): void {
     switch (message.type) {
       case "batch":
-        if (message.outcomes.every((o) => o.ok || o.error.code !== "IO")) this.#lone?.resume();
+        this.#lone?.threadBatch(message.outcomes.some(failedIO));
         this.#record(message);
         break;
       case "unapplied":
+        // A transaction that could not begin for an I/O error: the disk is full for this thread too.
+        if (message.outcomes.some(failedIO)) this.#lone?.threadBatch(true);
         this.#settle(message.outcomes);
         break;
       case "checkpointed": {
