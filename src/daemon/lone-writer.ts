@@ -5,9 +5,9 @@
  * wake-ups cost more than the write's SQL (issue 15). Everything else goes to the writer
  * thread: batches (the main thread keeps reading sockets while the thread commits), writes while
  * it is busy (their order is kept), writes while reads are running (their replies would wait for
- * the commit), while the WAL guard holds writes, after an I/O error until
- * the thread has reclaimed the WAL, and whenever another process holds the lock (this connection
- * never waits for it: the thread does).
+ * the commit), while the WAL guard holds writes, after an I/O error until the thread has
+ * reclaimed the WAL, and whenever another process holds the lock (this connection never waits
+ * for it: the thread does).
  */
 import { SessionDBError, toWireError } from "../errors.js";
 import { openConnection, type Connection } from "../engine/connection.js";
