@@ -224,7 +224,6 @@ if (db !== null) {
       case "upkeep":
         cjkBehind ||= message.cjkIndex;
         reclaimWal ||= message.reclaimWal;
-        if (message.checkpoint && !held) checkpoint(db, "PASSIVE", false);
         break;
       case "hold":
         held = message.on;

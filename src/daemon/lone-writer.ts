@@ -17,8 +17,6 @@ import type { WriteJob, WriterConfig } from "./writer-messages.js";
 
 /** Writes of one turn of the event loop that may commit here: one (a lone client's). */
 const MOST_JOBS = 1;
-/** Commits here between two PASSIVE checkpoints, which the writer thread runs. */
-const CHECKPOINT_EVERY = 100;
 
 export class LoneWriter {
   readonly #conn: Connection;
@@ -30,7 +28,6 @@ export class LoneWriter {
    * commits a clean batch: the thread gives the WAL's space back to the disk before its next one.
    */
   #suspended = false;
-  #commitsSinceCheckpoint = 0;
 
   private constructor(conn: Connection, config: WriterConfig) {
     this.#conn = conn;
@@ -48,10 +45,10 @@ export class LoneWriter {
       conn.close();
       return null;
     }
+    // SQLite's automatic checkpoint stays on (every 1,000 pages, inside a COMMIT, as the writer
+    // thread's): a checkpoint run by another thread meanwhile never finds the WAL still, so the WAL
+    // would never start over and every commit would append to a growing file, a dearer fsync.
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
-    // SQLite's automatic checkpoint would run inside a COMMIT here, on the thread serving every
-    // client: the writer thread checkpoints instead (checkpointDue).
-    conn.pragma("wal_autocheckpoint = 0");
     return new LoneWriter(conn, config);
   }
 
@@ -66,15 +63,7 @@ export class LoneWriter {
     }
     if (result.busy) return null;
     if (result.ioFailed) this.#suspended = true;
-    if (result.batch !== null) this.#commitsSinceCheckpoint++;
     return result;
-  }
-
-  /** True once every `CHECKPOINT_EVERY` commits here: the writer thread should checkpoint the WAL they grew. */
-  checkpointDue(): boolean {
-    if (this.#commitsSinceCheckpoint < CHECKPOINT_EVERY) return false;
-    this.#commitsSinceCheckpoint = 0;
-    return true;
   }
 
   /**

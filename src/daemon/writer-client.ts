@@ -130,10 +130,7 @@ export class WriterClient {
     if (result === null) return false;
     this.#settle(result.unapplied);
     if (result.batch !== null) this.#record(result.batch);
-    const checkpoint = this.#lone.checkpointDue();
-    if (result.cjkBehind || result.ioFailed || checkpoint) {
-      this.#send({ type: "upkeep", cjkIndex: result.cjkBehind, reclaimWal: result.ioFailed, checkpoint });
-    }
+    if (result.cjkBehind || result.ioFailed) this.#send({ type: "upkeep", cjkIndex: result.cjkBehind, reclaimWal: result.ioFailed });
     if (result.left.length > 0) this.#send({ type: "writes", jobs: result.left });
     return true;
   }
