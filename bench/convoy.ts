@@ -81,9 +81,8 @@ export interface ConvoyRatio {
  * Where a lone append's time goes through the daemon (K = 1, p50s of one run, medians over the
  * repetitions), from what the bench measures anyway, so it costs the daemon nothing: the bare
  * round trip (daemon-ping: client → socket, decode, reply, client), the SQL and the COMMIT inside
- * the writer (its lock-hold and commit times), and the rest: dispatch, wake-ups, queueing, and
- * the hops to the writer thread and back for a write that went there. p50s do not add up
- * exactly; the rest absorbs the difference.
+ * the writer (its lock-hold and commit times), and the rest: the hops to the writer thread and
+ * back. p50s do not add up exactly; the rest absorbs the difference.
  */
 export interface LoneAppend {
   fsyncDelayMs: number;

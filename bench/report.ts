@@ -107,15 +107,13 @@ function loneAppendTable(result: BenchResult): string {
     fsyncCell(l.fsyncDelayMs), med(l.appendMs), med(l.roundTripMs), med(l.sqlMs), med(l.commitMs), med(l.hopsMs),
   ]);
   const table = markdownTable(
-    ["fsync", "append p50 ms", "round trip (daemon-ping)", "SQL (writer)", "COMMIT (WAL write + fsync)", "the rest: dispatch, wake-ups, queueing"],
+    ["fsync", "append p50 ms", "round trip (daemon-ping)", "SQL (writer)", "COMMIT (WAL write + fsync)", "the rest: hops to the writer and back"],
     rows,
   );
   return (
     `${table}\n\nOne client appending one message at a time through the daemon (K = 1): the bare round trip is ` +
     "daemon-ping's p50 (client → socket, decode, reply write, client); SQL and COMMIT are the writer's own lock-hold and " +
-    "commit p50s; the rest is the append's p50 minus those: checking and dispatching the write, thread wake-ups dearer " +
-    "than a ping's, queueing, and for a write that went to the writer thread the hops there and back (a lone write " +
-    "finding that thread idle commits on the daemon's main thread, with no hop)."
+    "commit p50s; the rest is the append's p50 minus those: the hops to the writer thread and back, and queueing."
   );
 }
 

@@ -1,6 +1,5 @@
 /**
- * The writer thread: the daemon's write connection, and its group-commit loop (a lone write
- * that finds this thread idle commits on the daemon's main thread instead: lone-writer.ts).
+ * The writer thread: the daemon's only write connection, and its group-commit loop.
  *
  * Everything queued (up to `maxBatch` requests, for at most `maxBatchMs`) runs in one
  * `BEGIN IMMEDIATE` transaction with a savepoint per request: a failing request rolls back alone
@@ -10,18 +9,21 @@
  * they start are answered TIMEOUT and never applied.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
-import type { Connection } from "../src/engine/connection.js";
-import { GroupCommit } from "../src/daemon/group-commit.js";
+import { SessionDBError, isBusyError, toSessionDBError, toWireError } from "../src/errors.js";
+import type { Connection, Statement } from "../src/engine/connection.js";
 import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
 import { newerSchemaError } from "../src/engine/database-file.js";
 import { openDatabase } from "../src/engine/open-database.js";
+import { runOperation } from "../src/engine/operations.js";
+import { stillServed } from "../src/file-identity.js";
 import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
+import { deletesMessages } from "../src/operation-catalogue.js";
 import type {
   CheckpointResult,
   FromWriter,
   ToWriter,
   WriteJob,
+  WriteOutcome,
   WriterConfig,
 } from "../src/daemon/writer-messages.js";
 
@@ -47,6 +49,8 @@ let busySince: number | null = null;
  * to copy it into the database.
  */
 let reclaimWal = false;
+/** Set once a commit found the path naming another file: nothing more is applied to the old one. */
+let fileReplaced = false;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
 /** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
@@ -62,7 +66,16 @@ function pause(ms: number): void {
   if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
 }
 
-let group: GroupCommit;
+/** Transaction control, prepared once: these run several times per request. */
+interface TransactionStatements {
+  begin: Statement;
+  commit: Statement;
+  rollback: Statement;
+  savepoint: Statement;
+  release: Statement;
+  rollbackTo: Statement;
+}
+let tx: TransactionStatements;
 /**
  * The file's schema version when a newer Hermes made it: the connection is read-only, nothing is
  * written (no checkpoint either) and any write that still reaches the thread fails with SCHEMA.
@@ -82,7 +95,14 @@ const db: Connection | null = (() => {
     if (newerVersion !== null) return conn;
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     cjkBehind = ensureCjkIndex(conn);
-    group = new GroupCommit(conn, config);
+    tx = {
+      begin: conn.prepare("BEGIN IMMEDIATE"),
+      commit: conn.prepare("COMMIT"),
+      rollback: conn.prepare("ROLLBACK"),
+      savepoint: conn.prepare("SAVEPOINT request"),
+      release: conn.prepare("RELEASE request"),
+      rollbackTo: conn.prepare("ROLLBACK TO request"),
+    };
     return conn;
   } catch (err) {
     post({ type: "failed", error: toWireError(err) });
@@ -90,20 +110,124 @@ const db: Connection | null = (() => {
   }
 })();
 
+function fail(job: WriteJob, err: unknown): WriteOutcome {
+  return { seq: job.seq, ok: false, error: toWireError(err) };
+}
+
+/** The file was replaced (or removed) under the daemon: what was just committed went to the old one. */
+function replaced(): SessionDBError {
+  return new SessionDBError(
+    "UNAVAILABLE",
+    `${config.path} was replaced or removed while the daemon had it open: this write is not in ${config.path} (at most it went to the old file); the daemon is stopping, retry`,
+  );
+}
+
+function expiredError(job: WriteJob): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${job.op} was not started before its deadline; it was not applied`);
+}
+
+/** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
+function dropExpired(jobs: WriteJob[]): WriteJob[] {
+  const now = Date.now();
+  const live = jobs.filter((j) => j.deadline > now);
+  if (live.length < jobs.length) {
+    const expired = jobs.filter((j) => j.deadline <= now);
+    post({
+      type: "unapplied",
+      outcomes: expired.map((j) =>
+        fail(j, expiredError(j)),
+      ),
+    });
+  }
+  return live;
+}
+
+/**
+ * Takes the write lock for the live jobs (expired ones are answered TIMEOUT). Null when another
+ * process holds it: the caller tries again after a pause, back in the event loop, so requests
+ * that arrive meanwhile join the wait and expire on time too. Any other failure to begin (I/O)
+ * is every job's answer. Returns the jobs to run.
+ */
+function acquireLock(jobs: WriteJob[]): WriteJob[] | null {
+  if (jobs.length === 0) return jobs;
+  try {
+    tx.begin.run();
+    return jobs;
+  } catch (err) {
+    if (isBusyError(err)) return null;
+    post({ type: "unapplied", outcomes: jobs.map((j) => fail(j, err)) });
+    return [];
+  }
+}
+
+/** Runs one job inside its own savepoint. */
+function apply(conn: Connection, job: WriteJob): WriteOutcome {
+  tx.savepoint.run();
+  try {
+    const result = runOperation(conn, job.op, job.params);
+    tx.release.run();
+    return { seq: job.seq, ok: true, result };
+  } catch (err) {
+    if (conn.inTransaction) {
+      tx.rollbackTo.run();
+      tx.release.run();
+    }
+    return fail(job, err);
+  }
+}
+
 /** One group commit. False when another process holds the write lock (the jobs stay queued). */
-function runBatch(): boolean {
-  if (newerVersion !== null) {
-    const version = newerVersion;
-    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => ({ seq: j.seq, ok: false, error: toWireError(newerSchemaError(config.path, version, j.op)) })) });
+function runBatch(conn: Connection): boolean {
+  if (fileReplaced) {
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, replaced())) });
     return true;
   }
-  const result = group.run(queue.splice(0, config.maxBatch));
-  if (result.unapplied.length > 0) post({ type: "unapplied", outcomes: result.unapplied });
-  queue.unshift(...result.left);
-  if (result.busy) return false;
-  cjkBehind ||= result.cjkBehind;
-  reclaimWal ||= result.ioFailed;
-  if (result.batch !== null) post({ type: "batch", ...result.batch });
+  if (newerVersion !== null) {
+    const version = newerVersion;
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))) });
+    return true;
+  }
+  const live = dropExpired(queue.splice(0, config.maxBatch));
+  let jobs = acquireLock(live);
+  if (jobs === null) {
+    queue.unshift(...live);
+    return false;
+  }
+  if (jobs.length === 0) return true;
+  const lockedAt = performance.now();
+  const outcomes: WriteOutcome[] = [];
+  let done = 0;
+  for (const job of jobs) {
+    if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
+    // Checked again as each request starts: the ones before it in the batch took time.
+    outcomes.push(Date.now() < job.deadline ? apply(conn, job) : fail(job, expiredError(job)));
+    done++;
+    if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
+  }
+  queue.unshift(...jobs.slice(done));
+  jobs = jobs.slice(0, done);
+  if (conn.inTransaction) cjkBehind = catchUpCjkIndex(conn) || cjkBehind || jobs.some((j) => deletesMessages(j.op));
+  const commitStart = performance.now();
+  if (conn.inTransaction) {
+    try {
+      tx.commit.run();
+      if (!stillServed(config.path, config.identity)) {
+        fileReplaced = true;
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+      }
+    } catch (err) {
+      if (conn.inTransaction) tx.rollback.run();
+      outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
+    }
+  } else {
+    // Nothing of this transaction survived: no request in it may be acknowledged.
+    const cause = outcomes.findLast((o) => !o.ok);
+    const err = cause && !cause.ok ? cause.error : { code: "IO" as const, message: "the transaction was rolled back" };
+    outcomes.splice(0, outcomes.length, ...jobs.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
+  }
+  const end = performance.now();
+  if (outcomes.some((o) => !o.ok && o.error.code === "IO")) reclaimWal = true;
+  post({ type: "batch", outcomes, commitMs: end - commitStart, lockMs: end - lockedAt });
   return true;
 }
 
@@ -182,7 +306,7 @@ function step(): void {
       busySince = performance.now();
     }
     if (reclaimWal) reclaimWal = checkpoint(conn, "TRUNCATE", false)?.log !== 0;
-    if (!runBatch()) {
+    if (!runBatch(conn)) {
       // Another process holds the write lock: try again shortly, with whatever arrives meanwhile.
       scheduled = true;
       setTimeout(step, jitterMs(LOCK_RETRY));
@@ -220,10 +344,6 @@ if (db !== null) {
         break;
       case "checkpoint":
         pendingCheckpoint = message;
-        break;
-      case "upkeep":
-        cjkBehind ||= message.cjkIndex;
-        reclaimWal ||= message.reclaimWal;
         break;
       case "hold":
         held = message.on;

@@ -165,11 +165,6 @@ export class ReaderPool {
     this.#pump();
   }
 
-  /** Reads running or waiting: their replies go out from the main thread. */
-  get busy(): boolean {
-    return this.#running + this.#cheap.length + this.#slow.length + this.#ended.length > 0;
-  }
-
   stats(): ReaderStats {
     return {
       threads: this.#threads,

@@ -27,7 +27,6 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
       busyTimeoutMs: resolved.readerBusyTimeoutMs,
       faultInjection: resolved.faultInjection,
     }, resolved.log);
-    writer.shareMainThreadWith(() => readers.busy);
     const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, resolved.log);
     return {
       engine: "sqlite",

@@ -2,8 +2,6 @@ import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterStats } from "../protocol/control.js";
-import { failedIO, type CommittedBatch } from "./group-commit.js";
-import { LoneWriter } from "./lone-writer.js";
 import type {
   CheckpointResult,
   FromWriter,
@@ -51,17 +49,12 @@ export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStat
 /**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
  * that come back after each COMMIT, and restarts the thread if it dies (its in-flight requests
- * fail with INTERNAL: they were not acknowledged, so nothing acknowledged is lost). A lone write
- * finding the thread idle commits on this thread instead (lone-writer.ts).
+ * fail with INTERNAL: they were not acknowledged, so nothing acknowledged is lost).
  */
 export class WriterClient {
   readonly #config: WriterConfig;
   #worker!: Worker;
   #pending = new Map<number, Pending>();
-  /** The main thread's own write connection; null for a file served read-only, or once closing. */
-  #lone: LoneWriter | null = null;
-  /** While true, the main thread has other work (reads to answer) and does not commit itself. */
-  #mainThreadBusy: () => boolean = () => false;
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
   #seq = 0;
@@ -87,14 +80,6 @@ export class WriterClient {
   static async start(config: WriterConfig, log: (line: string) => void): Promise<WriterClient> {
     const client = new WriterClient(config, log);
     await client.#spawn();
-    if (client.newerVersion === null) {
-      try {
-        client.#lone = LoneWriter.open(config);
-      } catch (err) {
-        // Only slower: every write goes through the thread.
-        log(`lone writes go through the writer thread: ${(err as Error).message}`);
-      }
-    }
     return client;
   }
 
@@ -116,37 +101,7 @@ export class WriterClient {
   #flush(): void {
     const jobs = this.#outbox;
     this.#outbox = [];
-    if (jobs.length === 0 || this.#commitHere(jobs)) return;
-    this.#send({ type: "writes", jobs });
-  }
-
-  /**
-   * Commits the jobs on this thread when the writer thread has nothing in flight (so the order
-   * of writes holds) and the lone writer takes them. False: they go to the thread.
-   */
-  #commitHere(jobs: WriteJob[]): boolean {
-    if (this.#lone === null || this.#pending.size > jobs.length || this.#mainThreadBusy()) return false;
-    const result = this.#lone.run(jobs);
-    if (result === null) return false;
-    this.#settle(result.unapplied);
-    if (result.batch !== null) this.#record(result.batch);
-    if (result.cjkBehind || result.ioFailed) this.#send({ type: "upkeep", cjkIndex: result.cjkBehind, reclaimWal: result.ioFailed });
-    if (result.left.length > 0) this.#send({ type: "writes", jobs: result.left });
-    return true;
-  }
-
-  #record(batch: CommittedBatch): void {
-    this.#batches++;
-    this.#writes += batch.outcomes.length;
-    this.#maxBatch = Math.max(this.#maxBatch, batch.outcomes.length);
-    this.#commitMs.add(batch.commitMs);
-    this.#lockMs.add(batch.lockMs);
-    this.#settle(batch.outcomes);
-  }
-
-  /** Lone writes go to the writer thread while `busy` holds: a commit here would delay those replies by an fsync. */
-  shareMainThreadWith(busy: () => boolean): void {
-    this.#mainThreadBusy = busy;
+    if (jobs.length > 0) this.#send({ type: "writes", jobs });
   }
 
   /** The checkpoint's result; rejects when it failed. */
@@ -159,7 +114,6 @@ export class WriterClient {
 
   /** Holds writes (they queue) while on, so the WAL stops growing until a TRUNCATE checkpoint. */
   hold(on: boolean): void {
-    this.#lone?.hold(on);
     this.#send({ type: "hold", on });
   }
 
@@ -170,7 +124,6 @@ export class WriterClient {
 
   /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
   maxPageCount(pages: number | null): void {
-    this.#lone?.maxPageCount(pages);
     this.#send({ type: "maxPageCount", pages });
   }
 
@@ -190,8 +143,6 @@ export class WriterClient {
   /** Lets every queued write finish, checkpoints (TRUNCATE) and stops the thread. */
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
-      this.#lone?.close();
-      this.#lone = null;
       this.#worker.once("exit", () => resolve());
       this.#send({ type: "close" });
     });
@@ -274,12 +225,14 @@ export class WriterClient {
   #onMessage(message: Exclude<FromWriter, { type: "ready" | "failed" }>): void {
     switch (message.type) {
       case "batch":
-        this.#lone?.threadBatch(message.outcomes.some(failedIO));
-        this.#record(message);
+        this.#batches++;
+        this.#writes += message.outcomes.length;
+        this.#maxBatch = Math.max(this.#maxBatch, message.outcomes.length);
+        this.#commitMs.add(message.commitMs);
+        this.#lockMs.add(message.lockMs);
+        this.#settle(message.outcomes);
         break;
       case "unapplied":
-        // A transaction that could not begin for an I/O error: the disk is full for this thread too.
-        if (message.outcomes.some(failedIO)) this.#lone?.threadBatch(true);
         this.#settle(message.outcomes);
         break;
       case "checkpointed": {

@@ -35,8 +35,6 @@ export interface WriteJob {
 export type ToWriter =
   | { type: "writes"; jobs: WriteJob[] }
   | { type: "checkpoint"; mode: "PASSIVE" | "TRUNCATE" }
-  /** Left by a write committed on the main thread: CJK index upkeep to do, the WAL's space to reclaim (an I/O error). */
-  | { type: "upkeep"; cjkIndex: boolean; reclaimWal: boolean }
   /** While on, no transaction begins (writes queue): the WAL is over its limit and a TRUNCATE is coming. */
   | { type: "hold"; on: boolean }
   | { type: "close" }
