@@ -96,6 +96,11 @@ export function isOpName(name: unknown): name is OpName {
   return typeof name === "string" && Object.prototype.hasOwnProperty.call(OPERATION_KINDS, name);
 }
 
+/** Whether `name` is an operation that changes the file (false for control ops and unknown names). */
+export function isWriteOp(name: string): name is WriteOpName {
+  return isOpName(name) && OPERATION_KINDS[name] === "write";
+}
+
 type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATION_KINDS)[K] extends Kind ? K : never }[OpName];
 /** The operations that change the file, run by the writer (or direct mode's write retry). */
 export type WriteOpName = OfKind<"write">;

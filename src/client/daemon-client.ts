@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import { OPERATION_KINDS, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
+import { isWriteOp, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
@@ -212,7 +212,7 @@ export class DaemonClient extends Store implements DaemonControl {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     return new Promise((resolve, reject) => {
-      const write = (OPERATION_KINDS as Partial<Record<string, string>>)[op] === "write";
+      const write = isWriteOp(op);
       const [id, pending] = this.#pending.add({ op, args, write, resolve, reject, timeoutMs, graceMs, onChunk });
       if (this.#dormant && !first) this.#wakeUp();
       if (first || (this.#reconnecting === null && !this.#pending.backedUp && !this.#socket.writableNeedDrain)) this.#send(id, pending);
