@@ -1,3 +1,4 @@
+import type { Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
@@ -57,6 +58,12 @@ export class ReaderPool {
   #crashes = 0;
   #paused = false;
   #drained: Array<() => void> = [];
+  /**
+   * Threads that may be ending a stopped read, until they exit. Piscina ends such a thread
+   * without waiting for it, and the thread goes on until its query returns (seconds, for a big
+   * search): its connection to the file stays open that long.
+   */
+  readonly #leaving = new Set<Worker>();
 
   /** What the threads have to say goes to `log` (the daemon's). */
   constructor(threads: number, config: ReaderConfig, log: (line: string) => void) {
@@ -124,6 +131,7 @@ export class ReaderPool {
     let why: SessionDBError | null = null;
     const abort = (err: SessionDBError) => {
       why ??= err;
+      this.#watchLeaving();
       stop.abort();
     };
     const timer = setTimeout(() => abort(expired(read.task)), Math.max(0, read.task.deadline - Date.now()));
@@ -140,6 +148,15 @@ export class ReaderPool {
       if (this.#running === 0) for (const done of this.#drained.splice(0)) done();
       this.#pump();
     });
+  }
+
+  /** Which thread runs a read is piscina's to know: every live thread is watched until it exits. */
+  #watchLeaving(): void {
+    for (const thread of this.#pool.threads) {
+      if (this.#leaving.has(thread)) continue;
+      this.#leaving.add(thread);
+      thread.once("exit", () => this.#leaving.delete(thread));
+    }
   }
 
   /** Fault injection: the threads serving the next `reads` reads exit mid-task; the pool replaces them. */
@@ -176,11 +193,15 @@ export class ReaderPool {
     };
   }
 
-  /** Lets the queued reads run (or expire), then stops the threads. */
+  /**
+   * Lets the queued reads run (or expire), then stops the threads; resolves once every thread has
+   * exited, those ending a stopped read too, so no connection to the file outlives the pool.
+   */
   async close(): Promise<void> {
     this.resume();
     while (this.#running + this.#cheap.length + this.#slow.length + this.#ended.length > 0) await new Promise((r) => setTimeout(r, 10));
     await this.#pool.close();
+    await Promise.all([...this.#leaving].map((thread) => new Promise((resolve) => thread.once("exit", resolve))));
   }
 }
 

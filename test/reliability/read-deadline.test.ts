@@ -10,35 +10,9 @@ import { test, type TestContext } from "node:test";
 import { SessionDBError } from "../../src/index.js";
 import { encodeFrame } from "../../src/protocol/frame-codec.js";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
-import { rawWrite } from "../helpers/raw-db.js";
-import { buildSpecFile } from "../helpers/sqlite-files.js";
+import { buildSlowSearchFile, SLOW_QUERY, SLOW_SEARCH_MESSAGES } from "../helpers/slow-search.js";
 import { waitUntil } from "../helpers/wait-until.js";
 import { serve } from "./harness.js";
-
-const MESSAGES = 40_000;
-
-/** A file with one session of `MESSAGES` messages of pseudo-random three-letter words (built in a few seconds). */
-function buildFixture(path: string): void {
-  buildSpecFile(path);
-  rawWrite(path, (db) => {
-    db.prepare("INSERT INTO sessions (id, source, started_at) VALUES ('big', 'cli', 1)").run();
-    const insert = db.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('big', 'user', ?, ?)");
-    let x = 1;
-    const word = () => {
-      x = (x * 1103515245 + 12345) % 2147483648;
-      return (x % 46656).toString(36).padStart(3, "a");
-    };
-    for (let i = 0; i < MESSAGES; i++) insert.run(Array.from({ length: 12 }, word).join(" "), 1 + i / 1000);
-    db.prepare(`UPDATE sessions SET message_count = ${MESSAGES} WHERE id = 'big'`).run();
-  });
-}
-
-/** A 4 KB query of OR-ed prefixes: it matches nearly every message, so it is slow. */
-const SLOW_QUERY = (() => {
-  const terms: string[] = [];
-  for (let i = 0; terms.join(" OR ").length < 4000; i++) terms.push(`${(i % 1296).toString(36).padStart(2, "a")}*`);
-  return terms.join(" OR ");
-})();
 
 function rawSocket(t: TestContext, path: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -51,7 +25,7 @@ function rawSocket(t: TestContext, path: string): Promise<Socket> {
 
 test("slow searches cannot starve point reads; a search past its deadline is stopped with TIMEOUT and its reader freed", async (t) => {
   const dbPath = freshDbPath(t);
-  buildFixture(dbPath);
+  buildSlowSearchFile(dbPath);
   const daemon = await serve(t, dbPath, { readers: 2 });
   const searcher = await daemon.open(t, { requestTimeoutMs: 120_000 });
   const reader = await daemon.open(t);
@@ -68,7 +42,7 @@ test("slow searches cannot starve point reads; a search past its deadline is sto
   await waitUntil("the searches holding the readers", async () => (await daemonStats(reader)).readers.inFlight >= 2);
   const session = await reader.getSession("big");
   finished.push("getSession");
-  assert.equal(session?.message_count, MESSAGES);
+  assert.equal(session?.message_count, SLOW_SEARCH_MESSAGES);
   assert.equal(finished[0], "getSession", `the point read waited for the searches: ${finished.join(", ")}`);
   for (const hits of await Promise.all(searches)) assert.equal(hits.length, 20);
 
@@ -87,7 +61,7 @@ test("slow searches cannot starve point reads; a search past its deadline is sto
 
 test("the reads of clients that went away are dropped, not run: a good client is answered at once after 2,000 were abandoned", async (t) => {
   const dbPath = freshDbPath(t);
-  buildFixture(dbPath);
+  buildSlowSearchFile(dbPath);
   const daemon = await serve(t, dbPath, { readers: 2 });
   const db = await daemon.open(t);
   const before = (await daemonStats(db)).readers.completed;
