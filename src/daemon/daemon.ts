@@ -187,10 +187,14 @@ export class Daemon {
     this.#resolveClosed();
   }
 
-  /** Lets queued writes finish, checkpoints and closes every connection to the file. */
+  /**
+   * Closes every connection to the file: the readers first (a reader still ending a stopped read
+   * would keep the writer's final TRUNCATE checkpoint from emptying the WAL), then the writer,
+   * which lets queued writes finish and checkpoints.
+   */
   async #release(): Promise<void> {
-    await this.#writer.close();
     await this.#readers.close();
+    await this.#writer.close();
   }
 
   async #listen(): Promise<void> {
