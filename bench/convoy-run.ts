@@ -8,7 +8,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import type { DaemonStats } from "../src/protocol/control.js";
 import { BenchChild } from "./child-process.js";
-import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
+import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, stolenShare, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
 import type { PgServer } from "../test/helpers/postgres-server.js";
 import { checkPgRows, checkRows, createDatabase, type RowCheck } from "./database-file.js";
 import { DaemonProcess } from "./daemon-process.js";
@@ -62,6 +62,9 @@ export interface CpuFigures {
   machineBusy: number | null;
   /** Cores kept busy by everything else on the machine (other programs, the kernel's own work). */
   otherCores: number | null;
+  /** Share (0–1) of the cores' time the host gave to other virtual machines (steal); null where
+   *  the kernel does not tell. Absent from results written before it was measured. */
+  stolen?: number | null;
   /** Share (0–1) of the time the clients' threads were ready to run that they waited for a core;
    *  null where the kernel does not tell. */
   clientsWaitShare: number | null;
@@ -277,7 +280,8 @@ function cpuFigures(reports: WriterReport[], start: Readings, end: Readings, has
   const daemonWaitShare = daemonSched === null ? null : waitShare([daemonSched]);
   const appends = reports.reduce((sum, r) => sum + r.appends, 0);
   const usPerAppend = appends === 0 || (hasDaemon && daemonS === null) ? null : ((clientsS + (daemonS ?? 0)) * 1e6) / appends;
-  return { clientsS, daemonS, machineBusy, otherCores, clientsWaitShare, daemonWaitShare, usPerAppend };
+  const stolen = stolenShare(start.machine, end.machine);
+  return { clientsS, daemonS, machineBusy, otherCores, stolen, clientsWaitShare, daemonWaitShare, usPerAppend };
 }
 
 function daemonFigures(before: DaemonStats, after: DaemonStats): DaemonFigures {

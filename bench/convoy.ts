@@ -56,6 +56,8 @@ export interface ConvoyCellSummary {
   clientCores: Spread | null;
   /** Cores kept busy by everything else (other programs on the machine). */
   otherCores: Spread | null;
+  /** Share of the cores' time the host took (steal). */
+  stolen: Spread | null;
   /** Share of their runnable time the clients' threads waited for a core. */
   clientsWaitShare: Spread | null;
   /** The same for the daemon's threads. */
@@ -264,6 +266,7 @@ function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
     daemonCores: of((r) => (r.cpu.daemonS === null ? null : r.cpu.daemonS / r.elapsedS)),
     clientCores: of((r) => r.cpu.clientsS / r.elapsedS),
     otherCores: of((r) => r.cpu.otherCores),
+    stolen: of((r) => r.cpu.stolen ?? null),
     clientsWaitShare: of((r) => r.cpu.clientsWaitShare),
     daemonWaitShare: of((r) => r.cpu.daemonWaitShare),
     cpuUsPerAppend: of((r) => r.cpu.usPerAppend),

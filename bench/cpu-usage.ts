@@ -1,16 +1,29 @@
 /**
  * CPU figures for a run, the evidence for "is this machine simply saturated?": the share of all
- * cores that were busy, the CPU time of one process (the daemon) read from /proc, and how long a
- * process's threads were ready to run but waited for a core (Linux's schedstat).
+ * cores that were busy, the share the host took (steal, on a virtual machine), the CPU time of
+ * one process (the daemon) read from /proc, and how long a process's threads were ready to run but
+ * waited for a core (Linux's schedstat).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
+/** Linux's clock tick, which /proc/stat and /proc/<pid>/stat count in (100 on every common configuration). */
+const CLOCK_TICKS_PER_S = 100;
+
 export interface MachineTimes {
   busyMs: number;
   totalMs: number;
+  /** Time the hypervisor gave this machine's cores to other guests ("steal"); null where the
+   *  kernel does not tell (off Linux). */
+  stolenMs: number | null;
 }
 
+/**
+ * The machine's cores added up since boot. Busy and idle as libuv counts them (`os.cpus()`):
+ * user + nice + system + irq, and idle; on Linux also steal, read from /proc/stat's first line.
+ * On a virtual machine a core the host took away makes every wake-up and hop dearer, and shows
+ * nowhere else.
+ */
 export function machineTimes(): MachineTimes {
   let busyMs = 0;
   let totalMs = 0;
@@ -19,7 +32,17 @@ export function machineTimes(): MachineTimes {
     busyMs += busy;
     totalMs += busy + times.idle;
   }
-  return { busyMs, totalMs };
+  return { busyMs, totalMs, stolenMs: stolenMs() };
+}
+
+function stolenMs(): number | null {
+  try {
+    // "cpu  user nice system idle iowait irq softirq steal guest guest_nice", in clock ticks.
+    const steal = Number(readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/)[8]);
+    return Number.isFinite(steal) ? (steal * 1000) / CLOCK_TICKS_PER_S : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The share (0–1) of all cores that were busy between the two readings. */
@@ -28,8 +51,13 @@ export function busyShare(before: MachineTimes, after: MachineTimes): number | n
   return total > 0 ? (after.busyMs - before.busyMs) / total : null;
 }
 
-/** Linux's clock tick, which /proc/<pid>/stat counts in (100 on every common configuration). */
-const CLOCK_TICKS_PER_S = 100;
+/** The share (0–1) of the cores' time the host took between the two readings (busy, idle and stolen). */
+export function stolenShare(before: MachineTimes, after: MachineTimes): number | null {
+  if (before.stolenMs === null || after.stolenMs === null) return null;
+  const stolen = after.stolenMs - before.stolenMs;
+  const total = after.totalMs - before.totalMs + stolen;
+  return total > 0 ? stolen / total : null;
+}
 
 /** User + system CPU time of a process and all its threads, in ms; null off Linux. */
 export function processCpuMs(pid: number | undefined): number | null {
