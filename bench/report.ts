@@ -36,15 +36,30 @@ function cores(n: number): string {
 
 /** Cores other programs kept busy (median over the runs) above which the figures are disturbed. */
 const DISTURBED_CORES = 0.3;
+/** Share of the cores' time the host took (median over the runs) above which the figures are disturbed. */
+const DISTURBED_STOLEN = 0.05;
+
+function median(values: (number | null | undefined)[]): number | undefined {
+  const known = values.filter((n): n is number => typeof n === "number").sort((a, b) => a - b);
+  return known[known.length >> 1];
+}
 
 function disturbance(result: BenchResult): string[] {
-  const others = result.convoy.runs.map((r) => r.cpu.otherCores).filter((n): n is number => n !== null).sort((a, b) => a - b);
-  const median = others[others.length >> 1];
-  if (median === undefined || median < DISTURBED_CORES) return [];
-  const load = result.machine.loadAverage.map((n) => n.toFixed(1)).join(", ");
-  return [
-    `**Warning: this machine was not quiet.** Other processes kept a median of ${median.toFixed(2)} of its ${result.machine.cores} cores busy during the convoy runs (load average at the start: ${load}). Figures and ratios are disturbed; run again on a quiet machine.`,
-  ];
+  const warnings: string[] = [];
+  const others = median(result.convoy.runs.map((r) => r.cpu.otherCores));
+  if (others !== undefined && others >= DISTURBED_CORES) {
+    const load = result.machine.loadAverage.map((n) => n.toFixed(1)).join(", ");
+    warnings.push(
+      `**Warning: this machine was not quiet.** Other processes kept a median of ${others.toFixed(2)} of its ${result.machine.cores} cores busy during the convoy runs (load average at the start: ${load}). Figures and ratios are disturbed; run again on a quiet machine.`,
+    );
+  }
+  const stolen = median(result.convoy.runs.map((r) => r.cpu.stolen));
+  if (stolen !== undefined && stolen >= DISTURBED_STOLEN) {
+    warnings.push(
+      `**Warning: the host took ${percent(stolen)} of this virtual machine's core time (steal, median over the convoy runs).** Every wake-up and thread hop is dearer while it does; compare ratios within this run, not absolute figures across runs.`,
+    );
+  }
+  return warnings;
 }
 
 /** The median, and its range when there was more than one repetition. */
@@ -80,12 +95,13 @@ function convoyTable(result: BenchResult): string {
     med(c.meanBatchSize),
     c.retries === null ? "n/a" : med(c.retries, int),
     `${med(c.machineBusy, percent)}: ${med(c.clientCores, cores)} / ${med(c.daemonCores, cores)} / ${med(c.otherCores, cores)}`,
+    med(c.stolen, percent),
     med(c.cpuUsPerAppend, int),
     `${med(c.clientsWaitShare, percent)} / ${med(c.daemonWaitShare, percent)}`,
     c.rowsExact ? `exact (${c.rowsChecked})` : "MISMATCH",
   ]);
   return markdownTable(
-    ["fsync", "mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "cpu µs/append", "wait for a core: clients / daemon", "rows"],
+    ["fsync", "mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "stolen", "cpu µs/append", "wait for a core: clients / daemon", "rows"],
     rows,
   );
 }
@@ -119,13 +135,15 @@ function loneAppendTable(result: BenchResult): string {
 
 function targetTable(result: BenchResult): string {
   const rows = result.targets.map((t) => [
+    String(t.issue),
     t.target,
     t.k === null ? "" : String(t.k),
+    t.fsyncDelayMs === null ? "" : fsyncCell(t.fsyncDelayMs),
     t.value !== null && Number.isInteger(t.value) ? String(t.value) : num(t.value),
     `${t.direction} ${t.bound}`,
     t.met ? "met" : "NOT MET",
   ]);
-  return markdownTable(["issue 3 target", "K", "measured (median)", "target", ""], rows);
+  return markdownTable(["issue", "target", "K", "fsync", "measured (median)", "target", ""], rows);
 }
 
 function readTable(size: ReadSizeResult): string {

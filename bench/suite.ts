@@ -60,7 +60,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
       options,
       messageChars,
       convoy,
-      targets: checkTargets(convoy),
+      targets: checkTargets(convoy, read),
       read,
       wal,
     };
