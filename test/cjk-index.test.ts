@@ -48,6 +48,10 @@ test("the daemon indexes CJK messages as it commits them and serves CJK search f
   assert.deepEqual(indexedIds(path), [zh, ja], "only messages with CJK are indexed");
   assert.equal(mark(path), last, "the mark covers every committed message");
   assert.deepEqual((await db.searchMessages("数据库很")).map((h) => h.id), [zh]);
+  // Kept by catch-up alone: no trigger touches the index, so a writer whose SQLite has no trigram
+  // tokenizer (the reference Python implementation's may not) writes the file as before.
+  assert.deepEqual(rawAll(path, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%messages_cjk%'"), []);
+  assert.ok(rawAll(path, "SELECT name FROM sqlite_master WHERE type = 'trigger'").length > 0, "the schema's own FTS5 triggers are there");
 
   // Take the entry out of the index behind the daemon's back: a search served from the index
   // no longer finds the message (a scan would).
