@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { SessionDBError } from "../src/index.js";
 import { controlOf, daemonStats, freshDbPath, holdWriteLock, startDaemon } from "./helpers/daemon.js";
 import { rawAll } from "./helpers/raw-db.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 const LONE = 120;
 const BURSTS = 12;
@@ -59,7 +60,7 @@ test("a lone write while another process holds the write lock waits for it, then
 
   const pending = db.appendMessage("s", { role: "user", content: "while locked" });
   // Queued, not failed: it waits in the daemon for the lock.
-  while ((await daemonStats(db)).writer.queueDepth === 0) await new Promise((r) => setTimeout(r, 10));
+  await waitUntil("the write queued behind the lock", async () => (await daemonStats(db)).writer.queueDepth > 0);
   await lock.release();
   assert.ok((await pending) > 0);
   assert.ok((await db.appendMessage("s", { role: "user", content: "after the lock" })) > 0);

@@ -64,8 +64,10 @@ function isPlainObject(value: object): boolean {
 function copyObject(value: object, map: (key: string, item: unknown) => unknown): Record<string, unknown> {
   const copy: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    // defineProperty, so a `__proto__` key stays an own key and never becomes the prototype.
-    Object.defineProperty(copy, k, { value: map(k, v), enumerable: true, writable: true, configurable: true });
+    // A `__proto__` key is defined, so it stays an own key and never becomes the prototype; every
+    // other key is assigned (defining each would turn every copy into a slow dictionary object).
+    if (k === "__proto__") Object.defineProperty(copy, k, { value: map(k, v), enumerable: true, writable: true, configurable: true });
+    else copy[k] = map(k, v);
   }
   return copy;
 }

@@ -245,13 +245,11 @@ export class Daemon {
   }
 }
 
-
 /** An I/O failure opening the database (a full disk, a damaged file) says which file. */
 function namingThePath(err: unknown, path: string): unknown {
   if (!(err instanceof SessionDBError) || (err.code !== "IO" && err.code !== "CORRUPT") || err.message.includes(path)) return err;
   return new SessionDBError(err.code, `${path}: ${err.message}`, { cause: err });
 }
-
 
 function memory(): DaemonStats["memory"] {
   const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
