@@ -10,7 +10,7 @@ import { machineLine } from "./machine.js";
 import { MODES } from "./modes.js";
 import { READ_OPS, SLOW_SEARCHERS, type ReadSizeResult } from "./read-side.js";
 import { VIAS } from "./served-copy.js";
-import type { Spread } from "./stats.js";
+import { spread, type Spread } from "./stats.js";
 
 /** Three significant-ish digits: 12345, 123, 12.3, 1.23, 0.123. */
 export function num(n: number | null | undefined): string {
@@ -39,21 +39,16 @@ const DISTURBED_CORES = 0.3;
 /** Share of the cores' time the host took (median over the runs) above which the figures are disturbed. */
 const DISTURBED_STOLEN = 0.05;
 
-function median(values: (number | null | undefined)[]): number | undefined {
-  const known = values.filter((n): n is number => typeof n === "number").sort((a, b) => a - b);
-  return known[known.length >> 1];
-}
-
 function disturbance(result: BenchResult): string[] {
   const warnings: string[] = [];
-  const others = median(result.convoy.runs.map((r) => r.cpu.otherCores));
+  const others = spread(result.convoy.runs.map((r) => r.cpu.otherCores))?.median;
   if (others !== undefined && others >= DISTURBED_CORES) {
     const load = result.machine.loadAverage.map((n) => n.toFixed(1)).join(", ");
     warnings.push(
       `**Warning: this machine was not quiet.** Other processes kept a median of ${others.toFixed(2)} of its ${result.machine.cores} cores busy during the convoy runs (load average at the start: ${load}). Figures and ratios are disturbed; run again on a quiet machine.`,
     );
   }
-  const stolen = median(result.convoy.runs.map((r) => r.cpu.stolen));
+  const stolen = spread(result.convoy.runs.map((r) => r.cpu.stolen ?? null))?.median;
   if (stolen !== undefined && stolen >= DISTURBED_STOLEN) {
     warnings.push(
       `**Warning: the host took ${percent(stolen)} of this virtual machine's core time (steal, median over the convoy runs).** Every wake-up and thread hop is dearer while it does; compare ratios within this run, not absolute figures across runs.`,
