@@ -218,7 +218,9 @@ def flaky_daemon(tmp: Path, drop_op: str) -> FakeDaemon:
             return hello_ok(database)
         if request["op"] == drop_op and not state["dropped"]:
             state["dropped"] = True
-            for conn in fake._connections:
+            # A snapshot: the client reconnects as soon as its connection closes, and the new
+            # connection must not be appended to the list this loop is walking and shut too.
+            for conn in fake.connections_seen():
                 conn.shutdown(2)
             return None
         return {"ok": True, "result": {"answered": request["op"]}}
