@@ -36,7 +36,7 @@ function indexedConnection(t: TestContext, name: string): Connection {
   return db;
 }
 
-test("the daemon indexes CJK messages as it commits them and serves CJK search from the index", async (t) => {
+test("the daemon indexes CJK messages it commits (in a later group commit, or once idle) and serves CJK search from the index", async (t) => {
   const path = freshDbPath(t);
   const daemon = await startDaemon(t, path);
   const db = await daemon.open(t);
@@ -45,8 +45,9 @@ test("the daemon indexes CJK messages as it commits them and serves CJK search f
   await db.appendMessage("s", { role: "user", content: "plain english only" });
   const ja = await db.appendMessage("s", { role: "assistant", content: "これはデータベースです" });
   const last = await db.appendMessage("s", { role: "user", content: "more english" });
-  assert.deepEqual(indexedIds(path), [zh, ja], "only messages with CJK are indexed");
+  await indexed(path);
   assert.equal(mark(path), last, "the mark covers every committed message");
+  assert.deepEqual(indexedIds(path), [zh, ja], "only messages with CJK are indexed");
   assert.deepEqual((await db.searchMessages("数据库很")).map((h) => h.id), [zh]);
   // Kept by catch-up alone: no trigger touches the index, so a writer whose SQLite has no trigram
   // tokenizer (the reference Python implementation's may not) writes the file as before.
@@ -211,6 +212,10 @@ test("through the daemon, indexed CJK search gives the LIKE scan's exact hits: o
   await db.deleteSession("s4");
   const imported = await db.importSession(exported);
   assert.equal(imported.renumbered, false, "the export's ids were free again");
+  // One more message through the daemon, and the wait until the index has it: the daemon has
+  // nothing left to catch up on, so nothing moves the mark until its next write.
+  await db.appendMessage("s0", { role: "user", content: "最后一条数据库消息" });
+  await indexed(path);
   // Then a plain writer (as the reference Python implementation would) appends behind the
   // daemon's back: the index does not have these until the daemon's next write.
   rawWrite(path, (raw) => insert(raw, 1000, 80));
