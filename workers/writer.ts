@@ -61,6 +61,8 @@ let crashAfterCommit = false;
 let cjkIndexed = false;
 /** True while the CJK index has messages left to catch up on, or stale entries to sweep. */
 let cjkBehind = false;
+/** True from the start and after messages were deleted, until a sweep has gone once round. */
+let cjkSweep = false;
 /** Messages indexed per idle catch-up transaction. */
 const CJK_IDLE_ROWS = 5000;
 /**
@@ -114,6 +116,7 @@ const db: Connection | null = (() => {
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     cjkIndexed = ensureCjkIndex(conn);
     cjkBehind = cjkIndexed;
+    cjkSweep = cjkIndexed;
     tx = {
       begin: conn.prepare("BEGIN IMMEDIATE"),
       commit: conn.prepare("COMMIT"),
@@ -227,7 +230,7 @@ function runBatch(conn: Connection): boolean {
   jobs = jobs.slice(0, done);
   if (conn.inTransaction && cjkIndexed) {
     uncaughtRequests += jobs.length;
-    if (jobs.some((j) => deletesMessages(j.op))) cjkBehind = true;
+    if (jobs.some((j) => deletesMessages(j.op))) cjkBehind = cjkSweep = true;
     if (cjkBehind || uncaughtRequests >= CJK_CATCH_UP_REQUESTS || lockedAt - cjkCaughtUpAt >= CJK_CATCH_UP_MS) {
       cjkBehind = catchUpCjkIndex(conn) || cjkBehind;
       caughtUp();
@@ -297,7 +300,8 @@ function ensureCjkIndex(conn: Connection): boolean {
 
 /**
  * One chunk of CJK index upkeep while no request waits: index the backlog (a large file's first
- * start), then sweep the entries of deleted messages once round. True while there is more.
+ * start, the requests since the last catch-up), then, at the start and after deletions, sweep the
+ * entries of deleted messages once round. True while there is more.
  * A locked file just means later.
  */
 function idleCatchUp(conn: Connection): boolean {
@@ -305,7 +309,9 @@ function idleCatchUp(conn: Connection): boolean {
     return inWriteTransaction(conn, () => {
       const more = catchUpCjkIndex(conn, CJK_IDLE_ROWS);
       caughtUp();
-      return more || sweepCjkIndex(conn);
+      if (more) return true;
+      if (cjkSweep) cjkSweep = sweepCjkIndex(conn);
+      return cjkSweep;
     });
   } catch (err) {
     if (!isBusyError(err)) post({ type: "log", line: `CJK index upkeep failed: ${toSessionDBError(err).message}` });
@@ -370,7 +376,9 @@ function step(): void {
       idleTimer = null;
       if (uncaughtRequests > 0 && !held && !closing && newerVersion === null) {
         // Quiet at last: the index catches up on the last requests in a transaction of its own
-        // (this turn ends idle again, and the checkpoint follows).
+        // (this turn ends idle again, and the checkpoint follows). Once per quiet spell: a
+        // catch-up that cannot run now does not hold the checkpoint up.
+        uncaughtRequests = 0;
         cjkBehind = true;
         schedule();
       } else {
