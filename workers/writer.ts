@@ -374,7 +374,7 @@ function step(): void {
     busySince = null;
     idleTimer = setTimeout(() => {
       idleTimer = null;
-      if (uncaughtRequests > 0 && !held && !closing && newerVersion === null) {
+      if (uncaughtRequests > 0 && !held && !closing) {
         // Quiet at last: the index catches up on the last requests in a transaction of its own
         // (this turn ends idle again, and the checkpoint follows). Once per quiet spell: a
         // catch-up that cannot run now does not hold the checkpoint up.

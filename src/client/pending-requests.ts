@@ -53,7 +53,8 @@ export class PendingRequests {
     // Field by field, not a spread: this runs for every call, and a spread copy cost more than
     // the rest of the bookkeeping together.
     const { op, args, write, resolve, reject, onChunk, timeoutMs, graceMs } = request;
-    const pending: PendingRequest = { op, args, sent: false, write, resolve, reject, onChunk, timeoutMs, graceMs, deadline: Date.now() + timeoutMs };
+    const deadline = Date.now() + timeoutMs;
+    const pending: PendingRequest = { op, args, sent: false, write, resolve, reject, onChunk, timeoutMs, graceMs, deadline };
     this.#requests.set(id, pending);
     this.#startSweeper();
     return [id, pending];

@@ -6,7 +6,8 @@
  * without the trigram tokenizer. The daemon creates the table and keeps it up to date by catch-up
  * from the messages table (inside a group commit every so many requests or ms, and in chunks
  * while idle: workers/writer.ts); direct mode catches up too when the table is there, and never
- * creates it (a file it makes has exactly the SPEC schema). What the index may get wrong is always corrected at query time:
+ * creates it (a file it makes has exactly the SPEC schema). What the index may get wrong is always
+ * corrected at query time:
  * - rows appended since the last catch-up (by any process) lie above the high-water mark and are
  *   scanned with LIKE;
  * - rows deleted since (by any process) leave stale entries, so every candidate is joined to its
