@@ -15,17 +15,17 @@ import { Child } from "./helpers/processes.js";
 
 test("serve --idle-exit: keeps serving while a client is connected, then exits 0 once none is", async (t) => {
   const dbPath = freshDbPath(t);
-  const child = new Child(process.execPath, [CLI, "--db", dbPath, "serve", "--readers", "2", "--idle-exit", "0.3"]);
+  const child = new Child(process.execPath, [CLI, "--db", dbPath, "serve", "--readers", "2", "--idle-exit", "1"]);
   t.after(() => killAndWait(child));
   await waitUntilServing(child, `${dbPath}.sock`);
   const db = await openSessionDB({ path: dbPath, mode: "daemon" });
   await db.createSession("s", "cli");
-  await sleep(1000); // several idle periods with a client connected
+  await sleep(2500); // several idle periods with a client connected
   assert.equal(await db.sessionCount(), 1, "still serving");
   await db.close();
   const finished = await child.done;
   assert.equal(finished.code, 0);
-  assert.match(finished.stderr, /no client for 0\.3 s \(--idle-exit\): stopping/);
+  assert.match(finished.stderr, /no client for 1 s \(--idle-exit\): stopping/);
   assert.equal(existsSync(`${dbPath}.sock`), false, "socket removed");
 });
 

@@ -4,10 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, type SessionDB } from "../src/index.js";
 import { daemonStats, freshDbPath, holdWriteLock, startDaemon } from "./helpers/daemon.js";
 import { rawAll, rawGet } from "./helpers/raw-db.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 const CLIENTS = 16;
 const ROUNDS = 40;
@@ -58,11 +58,7 @@ test("one pipelining client with 16 requests in flight gets them committed in sh
 });
 
 async function waitForQueue(db: SessionDB, depth: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if ((await daemonStats(db)).writer.queueDepth >= depth) return;
-    await sleep(10);
-  }
-  throw new Error(`the daemon never had ${depth} writes queued`);
+  await waitUntil(`${depth} writes queued in the daemon`, async () => (await daemonStats(db)).writer.queueDepth >= depth);
 }
 
 test("a failing request in a shared transaction gets its own error; the others in it commit", async (t) => {

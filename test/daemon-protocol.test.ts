@@ -393,12 +393,7 @@ test("clients that vanish mid-request: each write is whole or absent, and other 
   assert.equal(orphans?.n, 0);
   assert.equal((await steady.getSession("steady"))?.message_count, steadyWrites);
   assert.equal(rawGet<{ integrity_check: string }>(daemon.dbPath, "PRAGMA integrity_check")?.integrity_check, "ok");
-  let clients = Infinity;
-  for (let i = 0; i < 500 && clients > 1; i++) {
-    clients = (await daemonStats(steady)).clients;
-    if (clients > 1) await sleep(10);
-  }
-  assert.equal(clients, 1, "the vanished connections are gone");
+  await waitUntil("the vanished connections gone", async () => (await daemonStats(steady)).clients === 1);
   await assertHealthy(daemon);
 });
 
