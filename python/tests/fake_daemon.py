@@ -71,7 +71,7 @@ class FakeDaemon:
 
     def close(self) -> None:
         self._server.close()
-        for conn in self._connections:
+        for conn in self.connections_seen():
             try:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
