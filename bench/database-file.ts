@@ -43,7 +43,7 @@ export function checkRows(path: string, acknowledged: ReadonlyMap<string, number
 
 /** `checkRows` on a PostgreSQL database. */
 export async function checkPgRows(url: string, acknowledged: ReadonlyMap<string, number>): Promise<RowCheck> {
-  const pool = openPgPool(url, { max: 1, applicationName: "sessiondb bench check" });
+  const pool = await openPgPool(url, { max: 1, applicationName: "sessiondb bench check" });
   try {
     const rows = (await pool.query(ROWS_SQL)).rows as Counted;
     return compareRows(rows, (await pool.query(COUNTERS_SQL)).rows as Counted, acknowledged);

@@ -1,9 +1,10 @@
 /**
- * The only module that imports node-postgres. The engine is written against `PgQueryable`, a
- * structural subset that a pooled client and a pool both have (as the SQLite engine is written
- * against `Connection`).
+ * The only module that loads node-postgres, and only when a pool is opened: it is a tenth of a
+ * second of every start (the CLI, `serve`, a library import) that never touches PostgreSQL. The
+ * engine is written against `PgQueryable`, a structural subset that a pooled client and a pool
+ * both have (as the SQLite engine is written against `Connection`).
  */
-import pg from "pg";
+import type pg from "pg";
 
 export interface PgResult {
   rows: Array<Record<string, unknown>>;
@@ -34,10 +35,12 @@ const INT8_OID = 20;
  * Counts (`COUNT(*)`, bigint ids and counters) come back as JavaScript numbers, like SQLite's:
  * node-postgres would give strings. Every value the store writes is a safe integer.
  */
-const types = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
-};
+function typeParsers(driver: typeof pg): { getTypeParser: typeof pg.types.getTypeParser } {
+  return {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === INT8_OID ? (value: string) => Number(value) : driver.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+  };
+}
 
 export interface PgPoolOptions {
   /** Connections at most. */
@@ -47,12 +50,13 @@ export interface PgPoolOptions {
 }
 
 /** A pool of connections to the database at `url` (PG* variables fill what the URL leaves out). */
-export function openPgPool(url: string, options: PgPoolOptions): PgPool {
-  const pool = new pg.Pool({
+export async function openPgPool(url: string, options: PgPoolOptions): Promise<PgPool> {
+  const { default: driver } = await import("pg");
+  const pool = new driver.Pool({
     connectionString: url,
     max: options.max,
     application_name: options.applicationName,
-    types,
+    types: typeParsers(driver),
     idleTimeoutMillis: 30_000,
   });
   // An idle connection the server drops (restart, admin) must not take the process down.

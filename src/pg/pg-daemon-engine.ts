@@ -15,8 +15,8 @@ import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
  * SQL, titles are unique by the database's index, conflicts are retried.
  */
 export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<DaemonEngine> {
-  const writerPool = openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer" });
-  const readerPool = openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
+  const writerPool = await openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer" });
+  const readerPool = await openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
   try {
     const writable = await openPgDatabase(writerPool);
     const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);

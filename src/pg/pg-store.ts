@@ -37,7 +37,7 @@ export class PgStore extends Store {
 
   /** Connects, and creates or migrates the schema. */
   static async open(options: ResolvedOptions): Promise<PgStore> {
-    const pool = openPgPool(options.path, { max: DIRECT_POOL_SIZE, applicationName: "sessiondb direct" });
+    const pool = await openPgPool(options.path, { max: DIRECT_POOL_SIZE, applicationName: "sessiondb direct" });
     try {
       return new PgStore(pool, options, await openPgDatabase(pool));
     } catch (err) {
