@@ -212,10 +212,13 @@ test("through the daemon, indexed CJK search gives the LIKE scan's exact hits: o
   await db.deleteSession("s4");
   const imported = await db.importSession(exported);
   assert.equal(imported.renumbered, false, "the export's ids were free again");
-  // One more message through the daemon, and the wait until the index has it: the daemon has
-  // nothing left to catch up on, so nothing moves the mark until its next write.
+  // One more message through the daemon, and the wait until the index has it and the writer has
+  // gone idle with nothing left to do: its idle checkpoint runs only once no catch-up or sweep of
+  // the deletion is pending, so nothing moves the mark until the daemon's next write.
   await db.appendMessage("s0", { role: "user", content: "最后一条数据库消息" });
-  await indexed(path);
+  const idleCheckpoints = async () => (await db.daemon!.stats()).writer.checkpoints.passive;
+  const before = await idleCheckpoints();
+  await waitUntil("the daemon idle with its index caught up", async () => (await idleCheckpoints()) > before && mark(path) === topId(path));
   // Then a plain writer (as the reference Python implementation would) appends behind the
   // daemon's back: the index does not have these until the daemon's next write.
   rawWrite(path, (raw) => insert(raw, 1000, 80));
