@@ -77,8 +77,9 @@ export function identityLockPath(id: FileIdentity, env: NodeJS.ProcessEnv = proc
 }
 
 /**
- * `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`. Only named here: clients never create
- * it (a planted one must not stop direct mode), they check what they find (socket-trust.ts).
+ * `$XDG_RUNTIME_DIR/sessiondb`, else `/tmp/sessiondb-<uid>`. Only named here: looking a daemon up
+ * never creates it (a planted one must not stop direct mode), it checks what it finds
+ * (socket-trust.ts); only autostart makes it (0700) before starting a daemon.
  */
 export function runtimeDirPath(env: NodeJS.ProcessEnv = process.env): string {
   return env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "sessiondb") : join("/tmp", `sessiondb-${process.getuid?.() ?? "user"}`);
