@@ -11,7 +11,7 @@ import { Daemon } from "../src/daemon/daemon.js";
 import { openSessionDB, type SessionDB } from "../src/index.js";
 import { expectCode } from "./contract/fixture.js";
 import { CLI, freshDbPath, killAndWait, waitUntilServing } from "./helpers/daemon.js";
-import { Child } from "./helpers/processes.js";
+import { Child, isAlive } from "./helpers/processes.js";
 
 test("serve --idle-exit: keeps serving while a client is connected, then exits 0 once none is", async (t) => {
   const dbPath = freshDbPath(t);
@@ -45,15 +45,6 @@ async function stopDaemon(dbPath: string): Promise<void> {
   await db.daemon.shutdown();
   await db.close();
   while (isAlive(pid)) await sleep(20);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function withBin(t: TestContext, bin: string | undefined): void {

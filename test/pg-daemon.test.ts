@@ -1,9 +1,12 @@
 /** The daemon's group commit on PostgreSQL: one transaction per batch, a savepoint per request. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { SessionDBError } from "../src/index.js";
+import { readFileSync } from "node:fs";
+import { openSessionDB, SessionDBError, type SessionDB } from "../src/index.js";
 import { daemonStats, shortTempDir, startDaemon } from "./helpers/daemon.js";
 import { usePgServer } from "./helpers/postgres.js";
+import { isAlive } from "./helpers/processes.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 const server = usePgServer();
 
@@ -34,4 +37,27 @@ test("a failing request in a batch fails alone; the others in its transaction co
   const stats = await daemonStats(db);
   assert.equal(stats.engine, "postgres");
   assert.ok(stats.writer.maxBatchSize > 1, `requests shared a transaction (largest batch ${stats.writer.maxBatchSize})`);
+});
+
+test("autostart on a URL: the daemon's command line keeps the URL's connection settings and none of its secrets; its password is in the daemon's environment", async (t) => {
+  let db: SessionDB | null = null;
+  // Added before the database's own hook, so the daemon stops before its database is dropped.
+  t.after(async () => {
+    if (db?.daemon == null) return;
+    const { pid } = db.daemon.server;
+    await db.daemon.shutdown();
+    await db.close();
+    await waitUntil("the autostarted daemon to exit", () => !isAlive(pid));
+  });
+  const base = server.fresh(t).replace("postgresql:///", "postgresql://postgres:s3cret@/");
+  const url = `${base}&sslmode=disable&sslpassword=k3y&application_name=gateway`;
+  db = await openSessionDB({ path: url, mode: "daemon", autostart: true });
+  assert.ok(db.daemon !== null);
+  await db.createSession("s", "cli");
+  const { pid } = await db.daemon.hello();
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  const served = argv[argv.indexOf("--db") + 1];
+  assert.equal(served, `${base.replace("postgres:s3cret@", "postgres@")}&sslmode=disable&application_name=gateway`);
+  assert.ok(!argv.some((arg) => arg.includes("s3cret") || arg.includes("k3y")), argv.join(" "));
+  assert.ok(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes("PGPASSWORD=s3cret"));
 });

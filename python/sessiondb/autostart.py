@@ -39,11 +39,13 @@ def side_file(socket_path: str, suffix: str) -> str:
 
 
 def start_daemon(database: str, socket_path: str, explicit_socket: bool,
-                 answers: Callable[[], bool], env: Optional[Dict[str, str]] = None) -> None:
+                 answers: Callable[[], bool], env: Optional[Dict[str, str]] = None,
+                 serve_db: Optional[str] = None) -> None:
     """Makes sure a daemon answers on the socket, starting one when none does. ``answers`` is a
     probe that connects and says hello; ``env`` the daemon's environment, when not this one's
-    (a PostgreSQL password as ``PGPASSWORD``, never on its command line). Raises
-    UnavailableError when no daemon could be had."""
+    (a PostgreSQL password as ``PGPASSWORD``, never on its command line); ``serve_db`` its
+    ``--db`` when not ``database`` (a URL with its connection settings, without its secrets).
+    Raises UnavailableError when no daemon could be had."""
     command = daemon_command()
     if command is None:
         raise UnavailableError("UNAVAILABLE", unavailable_message(
@@ -66,14 +68,14 @@ def start_daemon(database: str, socket_path: str, explicit_socket: bool,
         # Whoever held the lock before us may have started one already.
         if answers():
             return
-        _spawn_and_wait(command, database, socket_path, explicit_socket, answers, env)
+        _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env)
     finally:
         os.close(lock_fd)
 
 
-def _spawn_and_wait(command: List[str], database: str, socket_path: str, explicit_socket: bool,
-                    answers: Callable[[], bool], env: Optional[Dict[str, str]]) -> None:
-    args = command + ["serve", "--db", database, "--idle-exit", str(IDLE_EXIT_S)]
+def _spawn_and_wait(command: List[str], database: str, serve_db: str, socket_path: str,
+                    explicit_socket: bool, answers: Callable[[], bool], env: Optional[Dict[str, str]]) -> None:
+    args = command + ["serve", "--db", serve_db, "--idle-exit", str(IDLE_EXIT_S)]
     if explicit_socket:
         args += ["--socket", socket_path]
     log_path = side_file(socket_path, "daemon.log")

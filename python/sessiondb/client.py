@@ -12,7 +12,7 @@ from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .operations import READ, Operations
 from .paths import candidate_sockets, database_identity, default_database_path, default_socket_path
-from .pg_url import is_postgres_url, pg_password_env
+from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,7 +48,7 @@ class Target:
             raise InvalidArgumentError("INVALID_ARGUMENT", f"timeout must be a positive number of seconds, got {timeout!r}")
         location = os.fspath(db_path) if db_path is not None else default_database_path()
         # A URL stays a string (a Path would fold its "//"); the daemon names it by its identity,
-        # so that is what its hello is checked against and what a started daemon is given.
+        # so that is what its hello is checked against.
         self._url = location if is_postgres_url(location) else None
         self.db_path: Union[str, Path] = location if self._url else Path(location)
         self.database = database_identity(location)
@@ -102,8 +102,12 @@ class Target:
 
     def start_daemon(self) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
-        env = pg_password_env(self._url) if self._url else None
-        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env)
+        # A URL goes on the daemon's command line without its secrets, its password in the environment.
+        if self._url:
+            start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers,
+                         pg_password_env(self._url), serve_db=url_without_secrets(self._url))
+        else:
+            start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers)
 
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""

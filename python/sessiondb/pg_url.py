@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Dict, Mapping, NamedTuple, Optional
-from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from .home import user_name
 
@@ -71,15 +71,47 @@ def pg_identity(url: str, env: Optional[Mapping[str, str]] = None) -> str:
     return f"postgresql://{user}@{t.host}:{port}/{database}"
 
 
+# Query parameters that carry a secret (libpq's names): never on a command line.
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
+
+
+def url_without_secrets(url: str) -> str:
+    """The URL a started daemon is given on its command line (autostart), where any local user
+    can read it: as written, less its secrets (the password before the ``@``, and the
+    ``password`` and ``sslpassword`` parameters); its connection settings (``sslmode``, ...)
+    stay. The TypeScript pgUrlWithoutSecrets, to the character."""
+    parts = _URL_PARTS.fullmatch(url)
+    if parts is None:
+        return url
+    user_info, host_port, path, search = parts.groups()
+    out = url[:url.index("//") + 2]
+    if user_info is not None:
+        out += user_info.split(":")[0] + "@"
+    out += host_port or ""
+    if path is not None:
+        out += "/" + path
+    if search is not None:
+        kept = [raw for raw, name in _search_fields(search) if name not in _SECRET_PARAMS]
+        if kept:
+            out += "?" + "&".join(kept)
+    return out
+
+
+def pg_password(url: str) -> str:
+    """The URL's password: the one before the ``@``, else its ``password`` parameter; "" when
+    it has none."""
+    parts = _URL_PARTS.fullmatch(url)
+    user_info, _, _, search = (g or "" for g in parts.groups()) if parts else ("", "", "", "")
+    if ":" in user_info:
+        return _decode(user_info.split(":", 1)[1])
+    return _search_params(search).get("password", "")
+
+
 def pg_password_env(url: str) -> Optional[Dict[str, str]]:
-    """The environment for a daemon started for ``url`` (which goes on its command line as its
-    identity, without the password): this one, plus the URL's password as ``PGPASSWORD``. None
-    when the URL holds no password."""
-    try:
-        raw = urlsplit(url).password or ""
-    except ValueError:
-        return None
-    password = _decode(raw, strict=True)
+    """The environment for a daemon started for ``url`` (which goes on its command line without
+    its secrets): this one, plus the URL's password as ``PGPASSWORD``. None when the URL holds
+    no password."""
+    password = pg_password(url)
     if not password:
         return None
     return dict(os.environ, PGPASSWORD=password)
@@ -101,16 +133,18 @@ def _encode(text: str) -> str:
     return quote(text, safe=_URI_COMPONENT_SAFE)
 
 
+def _search_fields(search: str) -> List[Tuple[str, str]]:
+    """Each field as written, with its name as URLSearchParams reads it (``+`` is a space; a
+    leading ``?`` is dropped, as its constructor drops one; empty fields are skipped)."""
+    fields = search[1:].split("&") if search.startswith("?") else search.split("&")
+    return [(field, unquote(field.partition("=")[0].replace("+", " "), errors="replace")) for field in fields if field]
+
+
 def _search_params(search: str) -> Dict[str, str]:
-    """The first value of each name, as URLSearchParams.get gives it (``+`` is a space; a
-    leading ``?`` is dropped, as its constructor drops one)."""
+    """The first value of each name, as URLSearchParams.get gives it."""
     params: Dict[str, str] = {}
-    for field in search[1:].split("&") if search.startswith("?") else search.split("&"):
-        if not field:
-            continue
-        name, _, value = field.partition("=")
-        name, value = (unquote(s.replace("+", " "), errors="replace") for s in (name, value))
-        params.setdefault(name, value)
+    for field, name in _search_fields(search):
+        params.setdefault(name, unquote(field.partition("=")[2].replace("+", " "), errors="replace"))
     return params
 
 

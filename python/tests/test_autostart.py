@@ -114,7 +114,9 @@ def test_the_autostarted_daemon_is_detached_and_stops_after_its_idle_time(tmp: P
 
 def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environment_only(
         tmp: Path, bin_env: Path, pg_server, monkeypatch: pytest.MonkeyPatch):
-    url = pg_server.create_database().replace("postgresql:///", "postgresql://postgres:s3cret@/", 1)
+    base = pg_server.create_database().replace("postgresql:///", "postgresql://postgres:s3cret@/", 1)
+    # Connection settings reach the daemon (a daemon given only the identity ran without them).
+    url = base + "&sslmode=disable&sslpassword=k3y&application_name=gateway"
     identity = pg_identity(url)
     handle = SessionDB(url)
     try:
@@ -123,8 +125,9 @@ def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environme
         assert handle.socket_path == default_socket_path(url)
         assert handle.socket_path.startswith(str(tmp / "run" / "sessiondb") + "/")
         cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        assert cmdline[-6:-1] == [b"serve", b"--db", identity.encode(), b"--idle-exit", b"600"]
-        assert not any(b"s3cret" in arg for arg in cmdline)
+        served = base.replace("postgres:s3cret@", "postgres@") + "&sslmode=disable&application_name=gateway"
+        assert cmdline[-6:-1] == [b"serve", b"--db", served.encode(), b"--idle-exit", b"600"]
+        assert not any(b"s3cret" in arg or b"k3y" in arg for arg in cmdline)
         assert b"PGPASSWORD=s3cret" in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
         log = Path(handle.socket_path[:-len(".sock")] + ".daemon.log")
         assert log.exists() and os.stat(log).st_mode & 0o077 == 0

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 from sessiondb import SessionDB, TitleTooLongError
 from sessiondb.paths import default_database_path, default_socket_path, real_database_path
-from sessiondb.pg_url import pg_identity, pg_password_env
+from sessiondb.pg_url import pg_identity, pg_password, pg_password_env, url_without_secrets
 
 
 def node(script: str, payload, env=None):
@@ -90,11 +90,12 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
 URL_SCRIPT = f"""
 import {{ readFileSync }} from "node:fs";
 import {{ defaultSocketPath, defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
-import {{ pgIdentity }} from "{REPO}/dist/src/pg/pg-url.js";
+import {{ pgIdentity, pgPassword, pgUrlWithoutSecrets }} from "{REPO}/dist/src/pg/pg-url.js";
 const {{ urls, defaults }} = JSON.parse(readFileSync(0, "utf8"));
 const withEnv = (extra) => ({{ ...process.env, ...extra }});
 console.log(JSON.stringify({{
   urls: urls.map(([url, extra]) => [defaultSocketPath(url, withEnv(extra)), pgIdentity(url, withEnv(extra))]),
+  started: urls.map(([url]) => [pgUrlWithoutSecrets(url), pgPassword(url)]),
   defaults: defaults.map((extra) => defaultDatabasePath(withEnv(extra))),
 }}));
 """
@@ -127,6 +128,11 @@ URLS = [
     ("postgres://h/db?host=&user=", {"PGUSER": "u2"}),                  # empty query values fall through
     ("postgres://h/db??port=6003&&user=%E2%82%AC", {}),                 # a doubled ?, an empty field, UTF-8
     ("postgres://h/数据库", {}),                                         # non-ASCII database name
+    ("postgresql://me:pw@h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem", {}),  # TLS settings
+    ("postgresql://me@h/db?password=p%40ss&application_name=gw", {}),   # the password as a parameter
+    ("postgresql://me:pw@h/db?sslpassword=k&sslmode=require&password=x", {}),  # secrets among settings
+    ("postgresql://me:@h/db?Password=kept", {}),                        # an empty password; names are exact
+    ("postgres://h/db??password=p&&pass+word=q", {}),                   # a doubled ?, an empty field, a + name
 ]
 
 
@@ -147,6 +153,14 @@ def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monk
               for url, extra in URLS]
     for row, mine, theirs in zip(URLS, python, ts["urls"]):
         assert mine == theirs, row
+    started = [[url_without_secrets(url), pg_password(url)] for url, _ in URLS]
+    for row, mine, theirs in zip(URLS, started, ts["started"]):
+        assert mine == theirs, row
+    assert started[-5] == ["postgresql://me@h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem", "pw"]
+    assert started[-4] == ["postgresql://me@h/db?application_name=gw", "p@ss"]
+    assert started[-3] == ["postgresql://me@h/db?sslmode=require", "pw"]
+    assert started[-2] == ["postgresql://me@h/db?Password=kept", ""]
+    assert started[-1] == ["postgres://h/db?pass+word=q", "p"]
     assert [default_database_path(dict(os.environ, **extra)) for extra in defaults] == ts["defaults"]
     sockets = [socket for socket, _ in python]
     assert sockets[0] == sockets[1], "the password is not part of the identity"
@@ -162,6 +176,7 @@ def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monk
 def test_a_started_daemon_gets_the_urls_password_in_its_environment_only():
     assert pg_password_env("postgresql://me:p%40ss%3A@h/db")["PGPASSWORD"] == "p@ss:"
     assert pg_password_env("postgresql://me@h/db") is None
+    assert pg_password_env("postgresql://me@h/db?password=p%20w")["PGPASSWORD"] == "p w"
     assert pg_identity("postgresql://me:p%40ss%3A@h/db") == "postgresql://me@h:5432/db"
 
 

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl, pgPassword, pgUrlWithoutSecrets } from "../pg/pg-url.js";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
@@ -45,10 +45,11 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   const log = openSync(daemonLog, "a", 0o600);
   let exited: number | null = null;
   try {
-    const child = spawn(command, [...prefix, "serve", "--db", db, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
+    // A PostgreSQL URL goes on the command line without its secrets, its password in the environment.
+    const serveDb = postgres ? pgUrlWithoutSecrets(options.path) : db;
+    const child = spawn(command, [...prefix, "serve", "--db", serveDb, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
       detached: true,
       stdio: ["ignore", log, log],
-      // A PostgreSQL URL goes on the command line without its password (`db` is its identity).
       env: postgres ? pgPasswordEnv(options.path) : process.env,
     });
     child.once("error", () => (exited = -1));
@@ -76,12 +77,7 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
 
 /** The environment for a daemon on a PostgreSQL URL: its password, if it has one, as PGPASSWORD. */
 function pgPasswordEnv(url: string): NodeJS.ProcessEnv {
-  let password = "";
-  try {
-    password = decodeURIComponent(new URL(url).password);
-  } catch {
-    // A URL node cannot parse has no password we could pass on.
-  }
+  const password = pgPassword(url);
   return password === "" ? process.env : { ...process.env, PGPASSWORD: password };
 }
 

@@ -64,3 +64,38 @@ export function pgIdentity(url: string, env: NodeJS.ProcessEnv = process.env): s
     ? `postgresql://${user}@/${database}?host=${encodeURIComponent(t.host)}&port=${t.port}`
     : `postgresql://${user}@${t.host}:${t.port}/${database}`;
 }
+
+/** Query parameters that carry a secret (libpq's names): never on a command line. */
+const SECRET_PARAMS = new Set(["password", "sslpassword"]);
+
+/**
+ * The URL a started daemon is given on its command line (autostart), where any local user can
+ * read it: as written, less its secrets — the password before the `@`, and the `password` and
+ * `sslpassword` parameters. Its connection settings (`sslmode`, `sslrootcert`, …) stay: a daemon
+ * given only the identity connected without them (no TLS although the URL asked for it).
+ */
+export function pgUrlWithoutSecrets(url: string): string {
+  const parts = URL_PARTS.exec(url);
+  if (parts === null) return url;
+  const [, userInfo, hostPort = "", path, search] = parts;
+  let out = url.slice(0, url.indexOf("//") + 2);
+  if (userInfo !== undefined) out += `${userInfo.split(":")[0]}@`;
+  out += hostPort;
+  if (path !== undefined) out += `/${path}`;
+  if (search !== undefined) {
+    // URLSearchParams drops one leading "?" and the empty fields: what is left pairs off with its names.
+    const fields = (search.startsWith("?") ? search.slice(1) : search).split("&").filter((f) => f !== "");
+    const names = [...new URLSearchParams(search)].map(([name]) => name);
+    const kept = fields.filter((_, i) => !SECRET_PARAMS.has(names[i] ?? ""));
+    if (kept.length > 0) out += `?${kept.join("&")}`;
+  }
+  return out;
+}
+
+/** The URL's password: the one before the `@`, else its `password` parameter; "" when it has none. */
+export function pgPassword(url: string): string {
+  const [, userInfo = "", , , search = ""] = URL_PARTS.exec(url) ?? [];
+  const colon = userInfo.indexOf(":");
+  if (colon !== -1) return decode(userInfo.slice(colon + 1));
+  return new URLSearchParams(search).get("password") ?? "";
+}

@@ -140,3 +140,13 @@ export async function releaseTogether(children: readonly Child[], gateFile: stri
 export function gatePath(dir: string): string {
   return join(dir, "start.gate");
 }
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
