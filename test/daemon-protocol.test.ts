@@ -4,11 +4,14 @@
  * still get its work done.
  */
 import assert from "node:assert/strict";
+import { realpathSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { openSessionDB } from "../src/index.js";
-import { encodeFrame, HEADER_BYTES } from "../src/protocol/frame-codec.js";
-import { controlOf, daemonStats, freshDbPath, startDaemon, type DaemonProcess } from "./helpers/daemon.js";
+import { openSessionDB, SessionDBError } from "../src/index.js";
+import { decodeBody, encodeFrame, FrameDecoder, HEADER_BYTES } from "../src/protocol/frame-codec.js";
+import { controlOf, daemonStats, freshDbPath, shortTempDir, startDaemon, type DaemonProcess } from "./helpers/daemon.js";
 import { rawAll, rawGet, rawWrite } from "./helpers/raw-db.js";
 import { RawConnection, type Reply } from "./helpers/raw-connection.js";
 import { buildSpecFile } from "./helpers/sqlite-files.js";
@@ -412,4 +415,43 @@ test("the client's control ops are typed: hello names the daemon and its file, p
   assert.ok(stats.writer.writes >= 1);
   assert.equal(stats.readers.threads, 2);
   await assert.rejects(control.fault("faultCrashWriter"), { code: "INVALID_ARGUMENT" });
+});
+
+test("a socket whose hello is not a sessiondb daemon speaking protocol 1 is no daemon: daemon mode is UNAVAILABLE saying so, auto mode goes direct", async (t) => {
+  const dir = shortTempDir(t);
+  const dbPath = join(dir, "state.db");
+  for (const hello of [
+    { server: "another-server", version: "9", protocol: 1, schemaVersion: 6, pid: process.pid, database: realpathSync(dir) + "/state.db" },
+    { server: "sessiondb", version: "9.0.0", protocol: 2, schemaVersion: 6, pid: process.pid, database: realpathSync(dir) + "/state.db" },
+    "pong",
+  ]) {
+    const socketPath = join(dir, "impostor.sock");
+    const server = createServer((socket) => {
+      const decoder = new FrameDecoder(1 << 20);
+      socket.on("error", () => undefined);
+      socket.on("data", (chunk: Buffer) => {
+        for (const body of decoder.push(chunk)) {
+          const request = decodeBody(body) as { id: number };
+          socket.write(encodeFrame({ id: request.id, ok: true, result: hello }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      const refused = await openSessionDB({ path: dbPath, socketPath, mode: "daemon" }).then(
+        async (db) => {
+          await db.close();
+          return `a hello of ${JSON.stringify(hello)} was taken for a daemon`;
+        },
+        (err: unknown) => err,
+      );
+      assert.ok(refused instanceof SessionDBError && refused.code === "UNAVAILABLE", String(refused));
+      assert.match(refused.message, /not a sessiondb daemon speaking protocol 1/);
+      const auto = await openSessionDB({ path: dbPath, socketPath, mode: "auto" });
+      assert.equal(auto.mode, "direct");
+      await auto.close();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
 });

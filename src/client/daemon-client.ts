@@ -91,6 +91,10 @@ export class DaemonClient extends Store implements DaemonControl {
     try {
       // The daemon answers hello itself, at once: no grace beyond the connect timeout.
       const hello = (await this.#request("hello", [{ protocol: PROTOCOL_VERSION }], options.connectTimeoutMs, undefined, 0, true)) as HelloResult;
+      const said = hello as Partial<Record<keyof HelloResult, unknown>> | null;
+      if (said?.server !== "sessiondb" || said.protocol !== PROTOCOL_VERSION) {
+        throw unavailable(socketPath, `what answers there is not a sessiondb daemon speaking protocol ${PROTOCOL_VERSION} (hello: ${JSON.stringify(hello)?.slice(0, 200)})`);
+      }
       if (!servesThis(hello.database, options.path)) {
         throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${databaseIdentity(options.path)}`);
       }
