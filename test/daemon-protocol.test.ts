@@ -307,6 +307,12 @@ test("hello: protocol 1 is answered with the daemon's identity; protocol 2 is a 
   assert.equal(errorOf(refused).code, "PROTOCOL");
   assert.match(errorOf(refused).message, /protocol 2/);
   assert.equal(errorOf(await conn.call(2, "hello", [{ protocol: "1" }])).code, "PROTOCOL");
+  // nil is the same as leaving it out: whatever the daemon speaks, said in the result.
+  for (const [id, args] of [[4, [{ protocol: null }]], [5, [null]], [6, []]] as const) {
+    const open = await conn.call(id, "hello", [...args]);
+    assert.equal(open.ok, true, JSON.stringify(args));
+    assert.equal((open.result as Record<string, unknown>).protocol, 1);
+  }
   const hello = await conn.call(3, "hello", [{ protocol: 1 }]);
   assert.equal(hello.ok, true);
   const result = hello.result as Record<string, unknown>;

@@ -54,7 +54,8 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
 
 /** The engine says which database it is and whether it serves it read-only (made by a newer sessiondb). */
 function hello(opts: unknown, database: string, engine: DaemonEngine): HelloResult {
-  const wanted = (opts as { protocol?: unknown } | undefined)?.protocol;
+  // nil is the same as leaving the field out, as everywhere in the protocol.
+  const wanted = (opts as { protocol?: unknown } | null | undefined)?.protocol ?? undefined;
   if (wanted !== undefined && wanted !== PROTOCOL_VERSION) {
     throw new SessionDBError("PROTOCOL", `unsupported protocol ${String(wanted)}; this daemon speaks protocol ${PROTOCOL_VERSION}`);
   }
