@@ -13,6 +13,8 @@ export class BenchChild<Report> {
   #stdout = "";
   #stderr = "";
   #onOutput: (() => void) | null = null;
+  /** Set in the "close" (or spawn "error") handler itself, before `#onOutput` runs: a check made then must see it. */
+  #closed = false;
 
   private constructor(command: string, args: readonly string[]) {
     this.#process = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
@@ -26,12 +28,19 @@ export class BenchChild<Report> {
     // A child that already ended must not crash the parent with EPIPE.
     this.#process.stdin!.on("error", () => undefined);
     this.#exited = new Promise((resolve, reject) => {
-      this.#process.once("error", reject);
+      this.#process.once("error", (err) => {
+        this.#closed = true;
+        reject(err);
+        this.#onOutput?.();
+      });
       this.#process.once("close", (code, signal) => {
+        this.#closed = true;
         resolve({ code, signal });
         this.#onOutput?.();
       });
     });
+    // Awaited by `report()`; a spawn error before that is reported through `ready()`.
+    this.#exited.catch(() => undefined);
   }
 
   /** A compiled Node script of bench/workers with its config as JSON. */
@@ -47,8 +56,6 @@ export class BenchChild<Report> {
   ready(): Promise<void> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => finish(new Error(`a benchmark child was not ready within ${READY_LIMIT_MS} ms`)), READY_LIMIT_MS);
-      let exited = false;
-      void this.#exited.then(() => (exited = true), () => (exited = true));
       const finish = (err?: Error) => {
         clearTimeout(timer);
         this.#onOutput = null;
@@ -57,7 +64,7 @@ export class BenchChild<Report> {
       };
       const check = () => {
         if (this.#stdout.startsWith("ready\n") || this.#stdout.includes("\nready\n")) finish();
-        else if (exited) finish(new Error(`a benchmark child exited before it was ready:\n${this.#stderr}`));
+        else if (this.#closed) finish(new Error(`a benchmark child exited before it was ready:\n${this.#stderr}`));
       };
       this.#onOutput = check;
       check();

@@ -6,12 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { BenchResult } from "../bench/bench-result.js";
+import { BenchChild } from "../bench/child-process.js";
 import { CONVOY_MODES, MODES } from "../bench/modes.js";
 import { buildFsyncDelayLibrary, fsyncDelayEnv } from "../bench/fsync-delay.js";
 import { READ_OPS } from "../bench/read-side.js";
@@ -168,4 +169,11 @@ test("the slow-disk library delays every fsync and fdatasync of the processes it
   assert.equal(plain.status, 0, plain.stderr);
   const plainChild = JSON.parse(plain.stdout) as { pid: number };
   assert.equal(delayedCalls(reportFile).has(plainChild.pid), false, "a process without the library is not delayed");
+});
+
+test("a benchmark child that ends before it is ready is reported at once, with what it printed on stderr", async (t) => {
+  const script = join(tempDir(t), "dies.mjs");
+  writeFileSync(script, 'process.stderr.write("no sessiondb module here\\n"); process.exit(3);\n');
+  const child = BenchChild.node(script, {});
+  await assert.rejects(child.ready(), /exited before it was ready:\nno sessiondb module here/);
 });

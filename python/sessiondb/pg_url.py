@@ -13,8 +13,8 @@ from urllib.parse import quote, unquote, unquote_to_bytes
 from .home import user_name
 
 _SCHEME = re.compile(r"postgres(ql)?://", re.IGNORECASE | re.ASCII)
-# The TypeScript URL_PARTS and host:port patterns, anchored at both ends as JavaScript's `^…$`.
-_URL_PARTS = re.compile(r"postgres(?:ql)?://(?:([^@/?]*)@)?([^/?]*)(?:/([^?]*))?(?:\?(.*))?",
+# The TypeScript URL_SHAPE and host:port patterns, anchored at both ends as JavaScript's `^…$`.
+_URL_SHAPE = re.compile(r"postgres(?:ql)?://([^/?]*)(?:/([^?]*))?(?:\?(.*))?",
                         re.IGNORECASE | re.DOTALL | re.ASCII)
 _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:]*)(?::([0-9]*))?", re.DOTALL)
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -42,10 +42,30 @@ class PgTarget(NamedTuple):
     database: str
 
 
+class _UrlParts(NamedTuple):
+    """A URL's parts as written; each is None when the URL has none (host_port is always there)."""
+
+    user_info: Optional[str]
+    host_port: str
+    path: Optional[str]
+    search: Optional[str]
+
+
+def _url_parts(url: str) -> Optional[_UrlParts]:
+    """The user info is everything before the authority's last ``@``, as URL parsers
+    (node-postgres's) take it: a password with an unescaped ``@`` stays whole (and a secret)."""
+    shape = _URL_SHAPE.fullmatch(url)
+    if shape is None:
+        return None
+    authority, path, search = shape.groups()
+    at = authority.rfind("@")
+    return _UrlParts(authority[:at] if at != -1 else None, authority[at + 1:], path, search)
+
+
 def pg_target(url: str, env: Optional[Mapping[str, str]] = None) -> PgTarget:
     env = os.environ if env is None else env
-    parts = _URL_PARTS.fullmatch(url)
-    user_info, host_port, path, search = (g or "" for g in parts.groups()) if parts else ("", "", "", "")
+    parts = _url_parts(url)
+    user_info, host_port, path, search = (g or "" for g in parts) if parts else ("", "", "", "")
     query = _search_params(search)
     host_match = _HOST_PORT.fullmatch(host_port)
     host_in_url = _decode(host_match.group(1)) if host_match else ""
@@ -80,14 +100,14 @@ def url_without_secrets(url: str) -> str:
     can read it: as written, less its secrets (the password before the ``@``, and the
     ``password`` and ``sslpassword`` parameters); its connection settings (``sslmode``, ...)
     stay. The TypeScript pgUrlWithoutSecrets, to the character."""
-    parts = _URL_PARTS.fullmatch(url)
+    parts = _url_parts(url)
     if parts is None:
         return url
-    user_info, host_port, path, search = parts.groups()
+    user_info, host_port, path, search = parts
     out = url[:url.index("//") + 2]
     if user_info is not None:
         out += user_info.split(":")[0] + "@"
-    out += host_port or ""
+    out += host_port
     if path is not None:
         out += "/" + path
     if search is not None:
@@ -100,8 +120,8 @@ def url_without_secrets(url: str) -> str:
 def pg_password(url: str) -> str:
     """The URL's password: the one before the ``@``, else its ``password`` parameter; "" when
     it has none."""
-    parts = _URL_PARTS.fullmatch(url)
-    user_info, _, _, search = (g or "" for g in parts.groups()) if parts else ("", "", "", "")
+    parts = _url_parts(url)
+    user_info, _, _, search = (g or "" for g in parts) if parts else ("", "", "", "")
     if ":" in user_info:
         return _decode(user_info.split(":", 1)[1])
     return _search_params(search).get("password", "")

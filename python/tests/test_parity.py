@@ -133,6 +133,7 @@ URLS = [
     ("postgresql://me:pw@h/db?sslpassword=k&sslmode=require&password=x", {}),  # secrets among settings
     ("postgresql://me:@h/db?Password=kept", {}),                        # an empty password; names are exact
     ("postgres://h/db??password=p&&pass+word=q", {}),                   # a doubled ?, an empty field, a + name
+    ("postgresql://me:p@ss@h:5433/db", {}),                             # an unescaped @ in the password
 ]
 
 
@@ -156,11 +157,13 @@ def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monk
     started = [[url_without_secrets(url), pg_password(url)] for url, _ in URLS]
     for row, mine, theirs in zip(URLS, started, ts["started"]):
         assert mine == theirs, row
-    assert started[-5] == ["postgresql://me@h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem", "pw"]
-    assert started[-4] == ["postgresql://me@h/db?application_name=gw", "p@ss"]
-    assert started[-3] == ["postgresql://me@h/db?sslmode=require", "pw"]
-    assert started[-2] == ["postgresql://me@h/db?Password=kept", ""]
-    assert started[-1] == ["postgres://h/db?pass+word=q", "p"]
+    assert started[-6] == ["postgresql://me@h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem", "pw"]
+    assert started[-5] == ["postgresql://me@h/db?application_name=gw", "p@ss"]
+    assert started[-4] == ["postgresql://me@h/db?sslmode=require", "pw"]
+    assert started[-3] == ["postgresql://me@h/db?Password=kept", ""]
+    assert started[-2] == ["postgres://h/db?pass+word=q", "p"]
+    assert started[-1] == ["postgresql://me@h:5433/db", "p@ss"]
+    assert python[-1][1] == "postgresql://me@h:5433/db"
     assert [default_database_path(dict(os.environ, **extra)) for extra in defaults] == ts["defaults"]
     sockets = [socket for socket, _ in python]
     assert sockets[0] == sockets[1], "the password is not part of the identity"

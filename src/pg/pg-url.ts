@@ -26,10 +26,30 @@ function decode(text: string): string {
   }
 }
 
-const URL_PARTS = /^postgres(?:ql)?:\/\/(?:([^@/?]*)@)?([^/?]*)(?:\/([^?]*))?(?:\?(.*))?$/is;
+const URL_SHAPE = /^postgres(?:ql)?:\/\/([^/?]*)(?:\/([^?]*))?(?:\?(.*))?$/is;
+
+/** A URL's parts as written; each is undefined when the URL has none. */
+interface UrlParts {
+  userInfo: string | undefined;
+  hostPort: string;
+  path: string | undefined;
+  search: string | undefined;
+}
+
+/**
+ * The user info is everything before the authority's last `@`, as URL parsers (node-postgres's)
+ * take it: a password with an unescaped `@` stays whole (and stays a secret).
+ */
+function urlParts(url: string): UrlParts | null {
+  const shape = URL_SHAPE.exec(url);
+  if (shape === null) return null;
+  const [, authority = "", path, search] = shape;
+  const at = authority.lastIndexOf("@");
+  return { userInfo: at === -1 ? undefined : authority.slice(0, at), hostPort: authority.slice(at + 1), path, search };
+}
 
 export function pgTarget(url: string, env: NodeJS.ProcessEnv = process.env): PgTarget {
-  const [, userInfo = "", hostPort = "", path = "", search = ""] = URL_PARTS.exec(url) ?? [];
+  const { userInfo = "", hostPort, path = "", search = "" } = urlParts(url) ?? { userInfo: "", hostPort: "", path: "", search: "" };
   const query = new URLSearchParams(search);
   const hostMatch = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(hostPort);
   const hostInUrl = decode(hostMatch?.[1] ?? "");
@@ -75,9 +95,9 @@ const SECRET_PARAMS = new Set(["password", "sslpassword"]);
  * given only the identity connected without them (no TLS although the URL asked for it).
  */
 export function pgUrlWithoutSecrets(url: string): string {
-  const parts = URL_PARTS.exec(url);
+  const parts = urlParts(url);
   if (parts === null) return url;
-  const [, userInfo, hostPort = "", path, search] = parts;
+  const { userInfo, hostPort, path, search } = parts;
   let out = url.slice(0, url.indexOf("//") + 2);
   if (userInfo !== undefined) out += `${userInfo.split(":")[0]}@`;
   out += hostPort;
@@ -94,7 +114,7 @@ export function pgUrlWithoutSecrets(url: string): string {
 
 /** The URL's password: the one before the `@`, else its `password` parameter; "" when it has none. */
 export function pgPassword(url: string): string {
-  const [, userInfo = "", , , search = ""] = URL_PARTS.exec(url) ?? [];
+  const { userInfo = "", search = "" } = urlParts(url) ?? {};
   const colon = userInfo.indexOf(":");
   if (colon !== -1) return decode(userInfo.slice(colon + 1));
   return new URLSearchParams(search).get("password") ?? "";
