@@ -127,21 +127,36 @@ export class ReaderPool {
     const slow = SLOW_OPS.has(read.task.op);
     this.#running++;
     if (slow) this.#runningSlow++;
+    const startedAt = Date.now();
     const stop = new AbortController();
     let why: SessionDBError | null = null;
-    const abort = (err: SessionDBError) => {
-      why ??= err;
+    let stopTimer: NodeJS.Timeout | undefined;
+    const stopThread = () => {
       this.#watchLeaving();
       stop.abort();
+    };
+    // The caller hears at once; the thread is stopped no sooner than STOP_AFTER_MS into the read.
+    const abort = (err: SessionDBError) => {
+      if (why !== null) return;
+      why = err;
+      read.reject(err);
+      const wait = startedAt + STOP_AFTER_MS - Date.now();
+      if (wait > 0) stopTimer = setTimeout(stopThread, wait);
+      else stopThread();
     };
     const timer = setTimeout(() => abort(expired(read.task)), Math.max(0, read.task.deadline - Date.now()));
     const onGone = () => abort(gone(read.task));
     read.requester?.gone.addEventListener("abort", onGone, { once: true });
     this.#pool.run(read.task, { signal: stop.signal }).then(
-      (outcome) => (outcome.ok ? read.resolve(outcome.result) : read.reject(fromWireError(outcome.error))),
+      (outcome) => {
+        if (why !== null) return;
+        if (outcome.ok) read.resolve(outcome.result);
+        else read.reject(fromWireError(outcome.error));
+      },
       (err: unknown) => read.reject(why ?? new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`)),
     ).finally(() => {
       clearTimeout(timer);
+      clearTimeout(stopTimer);
       read.requester?.gone.removeEventListener("abort", onGone);
       this.#running--;
       if (slow) this.#runningSlow--;
@@ -204,6 +219,15 @@ export class ReaderPool {
     await Promise.all([...this.#leaving].map((thread) => new Promise((resolve) => thread.once("exit", resolve))));
   }
 }
+
+/**
+ * A running read is stopped (its thread terminated) no sooner than this long after it started.
+ * A statement that fails reports its error early (a query FTS5 cannot parse fails at its first
+ * step), and a thread terminated while better-sqlite3 builds that error aborts the whole process
+ * (V8's `ToLocalChecked` on an empty handle): a client that sent a bad search and hung up at once
+ * took the daemon down. Its answer does not wait: TIMEOUT (or the drop) is sent at once.
+ */
+const STOP_AFTER_MS = 1000;
 
 function expired(task: ReadTask): SessionDBError {
   return new SessionDBError("TIMEOUT", `${task.op} did not finish before its deadline; it was stopped`);
