@@ -103,11 +103,9 @@ class Target:
     def start_daemon(self) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
         # A URL goes on the daemon's command line without its secrets, its password in the environment.
-        if self._url:
-            start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers,
-                         pg_password_env(self._url), serve_db=url_without_secrets(self._url))
-        else:
-            start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers)
+        env = pg_password_env(self._url) if self._url else None
+        serve_db = url_without_secrets(self._url) if self._url else None
+        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env, serve_db)
 
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
