@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -176,4 +176,20 @@ test("a benchmark child that ends before it is ready is reported at once, with w
   writeFileSync(script, 'process.stderr.write("no sessiondb module here\\n"); process.exit(3);\n');
   const child = BenchChild.node(script, {});
   await assert.rejects(child.ready(), /exited before it was ready:\nno sessiondb module here/);
+});
+
+test("a slow-disk run on a machine without a C compiler stops with a clear error before any run", (t) => {
+  const dir = tempDir(t);
+  const noCompiler = join(dir, "bin"); // an empty directory as the whole PATH: no cc to be found
+  mkdirSync(noCompiler);
+  const out = join(dir, "results");
+  const args = [RUN_JS, "--k", "1", "--modes", "jitter", "--seconds", "1", "--messages", "0", "--fsync-delay-ms", "0,1"];
+  const run = spawnSync(process.execPath, [...args, "--cache-dir", join(dir, "cache"), "--out", out], {
+    env: { ...process.env, PATH: noCompiler },
+    encoding: "utf8",
+  });
+  assert.equal(run.status, 2, run.stderr);
+  assert.match(run.stderr, /--fsync-delay-ms needs a C compiler to build .*fsync-delay\.c, and "cc" could not be run/);
+  assert.match(run.stderr, /or run with --fsync-delay-ms 0/);
+  assert.equal(existsSync(out), false, "no run was made, so no results were written");
 });
