@@ -3,6 +3,7 @@
  * it is set up, start many at the same instant, stop them, and read their reports.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { killOnInterrupt } from "./interrupt.js";
 
 /** How long a child may take to get ready (spawning 64 Node processes on 2 cores is slow). */
 const READY_LIMIT_MS = 120_000;
@@ -18,6 +19,7 @@ export class BenchChild<Report> {
 
   private constructor(command: string, args: readonly string[]) {
     this.#process = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+    killOnInterrupt(this.#process);
     this.#process.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       this.#stdout += chunk;
       this.#onOutput?.();

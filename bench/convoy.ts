@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { PgServer } from "../test/helpers/postgres-server.js";
 import { runConvoyCell, type ConvoyRun } from "./convoy-run.js";
 import { withFsyncDelay } from "./fsync-delay.js";
+import { undoOnInterrupt } from "./interrupt.js";
 import { MODES, type ConvoyMode, type ModeSpec } from "./modes.js";
 import { addHistograms, ratio, spread, type Spread } from "./stats.js";
 
@@ -148,6 +149,8 @@ async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], log: (line
       // One PostgreSQL server per fsync cost, started inside it so that its own fsyncs are delayed
       // like every other process's; with its defaults (fsync, synchronous_commit=on).
       const postgres = usesPostgres ? PgServer.start({ durable: true }) : null;
+      if (postgres !== null) log(`convoy: a PostgreSQL server in ${postgres.root}`);
+      const forget = postgres === null ? null : undoOnInterrupt(() => postgres.stop());
       try {
         await postgres?.prepareTemplate();
         for (let rep = 0; rep < options.reps; rep++) {
@@ -176,6 +179,7 @@ async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], log: (line
           }
         }
       } finally {
+        forget?.();
         postgres?.stop();
       }
     });

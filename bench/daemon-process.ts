@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSessionDB, type SessionDB } from "../src/index.js";
 import type { DaemonStats } from "../src/protocol/control.js";
+import { killOnInterrupt } from "./interrupt.js";
 import { CLI_PATH } from "./paths.js";
 
 const START_LIMIT_MS = 30_000;
@@ -32,6 +33,7 @@ export class DaemonProcess {
     const args = [CLI_PATH, "--db", options.db, "serve", "--socket", options.socket, "--synchronous", options.synchronous];
     if (options.walLimitMb !== null) args.push("--wal-limit-mb", String(options.walLimitMb));
     this.#process = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...options.env } });
+    killOnInterrupt(this.#process);
     this.#process.stderr!.setEncoding("utf8").on("data", (chunk: string) => (this.#log += chunk));
     this.#exited = new Promise((resolve) => this.#process.once("close", (code) => resolve(code)));
   }

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { FsyncDelayBuildError } from "./fsync-delay.js";
+import { exitCleanlyOnInterrupt } from "./interrupt.js";
 import { BenchOptionError, resolveBenchOptions, type BenchArgs } from "./options.js";
 import { formatReport, writeResults } from "./report.js";
 import { runSuite } from "./suite.js";
@@ -56,6 +57,7 @@ async function main(): Promise<number> {
   }
   const options = resolveBenchOptions(values as BenchArgs);
   const log = (line: string) => process.stderr.write(`${line}\n`);
+  exitCleanlyOnInterrupt(log);
   log(
     `sessiondb bench (${options.preset}): K=${options.ks.join(",")}, ${options.reps} rep(s) × ${options.seconds} s, ` +
       `fsync delays ${options.fsyncDelaysMs.join(", ")} ms, modes ${options.modes.join(", ")}`,

@@ -7,6 +7,7 @@ import { ensureCorpus } from "./corpus.js";
 import { buildFsyncDelayLibrary } from "./fsync-delay.js";
 import { probeFsync } from "./fsync-probe.js";
 import { runConvoy } from "./convoy.js";
+import { undoOnInterrupt } from "./interrupt.js";
 import { describeMachine } from "./machine.js";
 import { writeMessagePool } from "./message-pool.js";
 import { runReadSide, slowestSearch } from "./read-side.js";
@@ -21,6 +22,11 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
   mkdirSync(workDir, { recursive: true });
   // Socket paths must stay under ~107 bytes, whatever the work directory.
   const socketDir = mkdtempSync(join(tmpdir(), "sdbb-"));
+  const removeDirs = () => {
+    if (options.workDir === null) rmSync(workDir, { recursive: true, force: true });
+    rmSync(socketDir, { recursive: true, force: true });
+  };
+  const forget = undoOnInterrupt(removeDirs);
   try {
     const fsyncBefore = probeFsync(workDir);
     log(`fsync in ${workDir}: p50 ${fsyncBefore.p50.toFixed(2)} ms, p99 ${fsyncBefore.p99.toFixed(2)} ms, max ${fsyncBefore.max.toFixed(2)} ms`);
@@ -65,7 +71,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
       wal,
     };
   } finally {
-    if (options.workDir === null) rmSync(workDir, { recursive: true, force: true });
-    rmSync(socketDir, { recursive: true, force: true });
+    forget();
+    removeDirs();
   }
 }

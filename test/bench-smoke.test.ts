@@ -5,7 +5,7 @@
  * results JSON and the charts with no lost append in any mode.
  */
 import assert from "node:assert/strict";
-import { execFile, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -17,6 +17,7 @@ import { CONVOY_MODES, MODES } from "../bench/modes.js";
 import { buildFsyncDelayLibrary, fsyncDelayEnv } from "../bench/fsync-delay.js";
 import { READ_OPS } from "../bench/read-side.js";
 import { tempDir } from "./helpers/temp-dir.js";
+import { waitUntil } from "./helpers/wait-until.js";
 
 const RUN_JS = fileURLToPath(new URL("../bench/run.js", import.meta.url));
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -193,3 +194,60 @@ test("a slow-disk run on a machine without a C compiler stops with a clear error
   assert.match(run.stderr, /or run with --fsync-delay-ms 0/);
   assert.equal(existsSync(out), false, "no run was made, so no results were written");
 });
+
+/** The processes whose parent is `pid`, with their command lines. */
+function childrenOf(pid: number): Map<number, string> {
+  const children = new Map<number, string>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) {
+        children.set(Number(entry), readFileSync(`/proc/${entry}/cmdline`, "utf8"));
+      }
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return children;
+}
+
+/** The command line of a running process; null once it ended (a zombie not yet reaped has ended). */
+function commandLineOf(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return null;
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  test(`a bench interrupted by ${signal} stops its processes and its PostgreSQL server and removes its files`, { skip: process.platform !== "linux" }, async (t) => {
+    const dir = tempDir(t);
+    // Every mode that starts something: sessiondb daemons, client processes, a PostgreSQL server.
+    const args = [RUN_JS, "--k", "2", "--modes", "daemon,pg-daemon", "--seconds", "60", "--messages", "0", "--fsync-delay-ms", "0"];
+    const bench = spawn(process.execPath, [...args, "--cache-dir", join(dir, "cache"), "--out", join(dir, "results")], { stdio: ["ignore", "ignore", "pipe"] });
+    // Should the test fail half-way, the bench still cleans up after itself (what this test checks).
+    t.after(() => bench.kill("SIGTERM"));
+    let log = "";
+    bench.stderr.setEncoding("utf8").on("data", (chunk: string) => (log += chunk));
+    const exited = new Promise<number | null>((resolve) => bench.once("exit", (status) => resolve(status)));
+
+    await waitUntil("the bench's PostgreSQL server and its first convoy run", () => /a PostgreSQL server in \S+/.test(log) && childrenOf(bench.pid!).size >= 3);
+    const workDir = /fsync in (\S+):/.exec(log)![1]!;
+    const pgRoot = /a PostgreSQL server in (\S+)/.exec(log)![1]!;
+    const children = childrenOf(bench.pid!);
+    const postmaster = Number(readFileSync(join(pgRoot, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+    assert.ok(existsSync(workDir) && commandLineOf(postmaster) !== null);
+
+    bench.kill(signal);
+    assert.equal(await exited, code);
+    assert.match(log, new RegExp(`${signal}: stopping the bench's processes`));
+    for (const [pid, commandLine] of children) assert.notEqual(commandLineOf(pid), commandLine, `the bench's child ${pid} (${commandLine.replaceAll("\0", " ")}) was stopped`);
+    assert.equal(commandLineOf(postmaster), null, "the PostgreSQL server was stopped");
+    assert.equal(existsSync(pgRoot), false, "the PostgreSQL server's folder was removed");
+    assert.equal(existsSync(workDir), false, "the work directory was removed");
+  });
+}

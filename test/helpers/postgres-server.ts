@@ -63,6 +63,11 @@ export class PgServer {
     return server;
   }
 
+  /** The folder holding the server's data, socket and log. */
+  get root(): string {
+    return this.#root;
+  }
+
   get #data(): string {
     return join(this.#root, "data");
   }
