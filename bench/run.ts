@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (quick, about 5 minutes on 2 cores) and `npm run bench -- --full`: runs the
+ * `npm run bench` (quick, about 8 minutes on 2 cores) and `npm run bench -- --full`: runs the
  * suite, prints the tables, writes `bench/results/<timestamp>.json` and the charts next to it.
  * Exits non-zero if any run lost an acknowledged append.
  */
