@@ -73,8 +73,10 @@ test("service install --no-start writes a systemd user unit that runs serve for 
   }
   const answered = await runJson<{ daemon: { pid: number } | null }>(db, ["service", "status", "--kind", "systemd"], { env });
   assert.equal(answered.daemon?.pid, daemon.pid);
+  // Listened for before the stop: the daemon may exit (and be reaped) before `stop` returns.
+  const exited = once(daemon, "exit");
   assert.equal((await runCli(db, ["stop"])).code, 0);
-  assert.deepEqual(await once(daemon, "exit"), [0, null], "a stopped daemon exits 0, which on-failure does not restart");
+  assert.deepEqual(await exited, [0, null], "a stopped daemon exits 0, which on-failure does not restart");
 
   const removed = await runCli(db, ["service", "uninstall", "--kind", "systemd"], { env });
   assert.equal(removed.code, 0, removed.stderr);
