@@ -1,24 +1,32 @@
 import { createHash } from "node:crypto";
 import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
-import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "./errors.js";
 import { isPostgresUrl, pgIdentity } from "./pg/pg-url.js";
-import { expandHome } from "./expand-home.js";
+import { hermesHome, refuseTilde } from "./hermes-home.js";
 import { identityName, type FileIdentity } from "./file-identity.js";
 
-/** The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else `~/.hermes/state.db`. */
+/**
+ * The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else
+ * `~/.hermes/state.db`, with Hermes' home found as upstream's `get_hermes_home()` finds it
+ * (hermes-home.ts). A leading `~` in either variable is refused: neither is ever expanded.
+ */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
   if (isPostgresUrl(env.SESSIONDB_PATH)) return env.SESSIONDB_PATH;
-  if (env.SESSIONDB_PATH) return resolve(expandHome(env.SESSIONDB_PATH));
-  if (env.HERMES_HOME) return resolve(expandHome(env.HERMES_HOME), "state.db");
-  return join(homedir(), ".hermes", "state.db");
+  if (env.SESSIONDB_PATH) {
+    refuseTilde("SESSIONDB_PATH", env.SESSIONDB_PATH);
+    return resolve(env.SESSIONDB_PATH);
+  }
+  return join(hermesHome(env), "state.db");
 }
 
-/** The file's real path (`~` expanded, links resolved), also for a file that does not exist yet; a PostgreSQL URL as given. */
+/**
+ * The file's real path (links resolved), also for a file that does not exist yet; a PostgreSQL
+ * URL as given. A `~` is a name like any other, as the reference's `sqlite3.connect` takes it.
+ */
 export function realDatabasePath(path: string): string {
   if (isPostgresUrl(path)) return path;
-  const absolute = resolve(expandHome(path));
+  const absolute = resolve(path);
   try {
     return realpathSync(absolute);
   } catch {

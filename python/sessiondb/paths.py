@@ -8,7 +8,7 @@ import stat
 from typing import List, Mapping, Optional
 
 from .errors import UntrustedSocketError
-from .home import expand_home, home_dir
+from .home import hermes_home, refuse_tilde
 from .pg_url import is_postgres_url, pg_identity
 
 # Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL).
@@ -17,24 +17,24 @@ MAX_SOCKET_PATH_BYTES = 107
 
 def default_database_path(env: Optional[Mapping[str, str]] = None) -> str:
     """``$SESSIONDB_PATH`` (a file, or a PostgreSQL URL as it is), else ``$HERMES_HOME/state.db``,
-    else ``~/.hermes/state.db``."""
+    else ``~/.hermes/state.db``, Hermes' home found as upstream's ``get_hermes_home()`` finds it
+    (home.py). A leading ``~`` in either variable is refused: neither is ever expanded."""
     env = os.environ if env is None else env
     if is_postgres_url(env.get("SESSIONDB_PATH")):
         return env["SESSIONDB_PATH"]
     if env.get("SESSIONDB_PATH"):
-        return os.path.abspath(expand_home(env["SESSIONDB_PATH"]))
-    if env.get("HERMES_HOME"):
-        return os.path.abspath(os.path.join(expand_home(env["HERMES_HOME"]), "state.db"))
-    return os.path.normpath(os.path.join(home_dir(), ".hermes", "state.db"))
+        refuse_tilde("SESSIONDB_PATH", env["SESSIONDB_PATH"])
+        return os.path.abspath(env["SESSIONDB_PATH"])
+    return os.path.normpath(os.path.join(hermes_home(env), "state.db"))
 
 
 def real_database_path(path: "os.PathLike[str] | str") -> str:
-    """The file's real path (``~`` expanded, links resolved), also for a file that does not exist
-    yet; a PostgreSQL URL as it is."""
+    """The file's real path (links resolved), also for a file that does not exist yet; a
+    PostgreSQL URL as it is. A ``~`` is a name like any other, as the reference takes its path."""
     location = os.fspath(path)
     if is_postgres_url(location):
         return location
-    absolute = os.path.abspath(expand_home(location))
+    absolute = os.path.abspath(location)
     if os.path.exists(absolute):
         return os.path.realpath(absolute)
     parent = os.path.dirname(absolute)

@@ -1,5 +1,6 @@
 """Python and TypeScript agree: the socket path derived for a table of database paths (with `~`)
-and of PostgreSQL URLs, the default database, and the reference's pure helpers (sanitize_title,
+and of PostgreSQL URLs, the default database (Hermes' home as upstream's get_hermes_home() finds
+it, a leading `~` refused with the same message), and the reference's pure helpers (sanitize_title,
 _sanitize_fts5_query, _contains_cjk)."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from sessiondb import SessionDB, TitleTooLongError
+from sessiondb import InvalidArgumentError, SessionDB, TitleTooLongError
 from sessiondb.paths import default_database_path, default_socket_path, real_database_path
 from sessiondb.pg_url import pg_identity, pg_password, pg_password_env, url_without_secrets
 
@@ -82,7 +83,9 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
     assert [real_database_path(p) for p in paths] == ts["reals"]
     assert ts["sockets"][1] == ts["sockets"][0] == ts["sockets"][2]
     assert ts["sockets"][7].startswith(str(tmp / "run" / "sessiondb") + "/")
-    assert ts["sockets"][11] == ts["sockets"][14] == f"{home}/state.db.sock"
+    # A ~ is a name like any other (the reference's sqlite3.connect takes it so): never expanded.
+    assert ts["reals"][11] == ts["reals"][14] == str(tmp / "~" / "state.db")
+    assert ts["reals"][12] == str(tmp / "~")
     assert ts["reals"][15] == str(tmp / "~nobody" / "x.db")
     assert default_database_path() == ts["fallback"]
 
@@ -144,9 +147,13 @@ def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monk
     monkeypatch.setenv("HOME", str(tmp))
     defaults = [
         {"SESSIONDB_PATH": "postgresql://me:pw@db/hermes"},  # a URL stays as it is, password and all
-        {"SESSIONDB_PATH": "~/x.db"},
-        {"HERMES_HOME": "~/.hermes"},
-        {"HERMES_HOME": "~"},
+        {"SESSIONDB_PATH": "sub/x.db"},
+        {"HERMES_HOME": "  /srv/hermes home \n"},       # stripped as get_hermes_home() strips
+        {"HERMES_HOME": "\x1c\x85/srv/h\u3000\t"},       # Python's whitespace, not JavaScript's
+        {"HERMES_HOME": "\ufeff/srv/h"},                # U+FEFF is no whitespace to Python: kept
+        {"HERMES_HOME": " \t "},                        # blank: the default
+        {"HERMES_HOME": "rel/home"},                   # relative: under the working directory
+        {"HERMES_HOME": "sub/~"},                      # a ~ that does not lead
         {},
     ]
     ts = node(URL_SCRIPT, {"urls": URLS, "defaults": defaults}, env=dict(os.environ))
@@ -165,6 +172,9 @@ def test_postgres_urls_derive_the_typescript_socket_and_identity(tmp: Path, monk
     assert started[-1] == ["postgresql://me@h:5433/db", "p@ss"]
     assert python[-1][1] == "postgresql://me@h:5433/db"
     assert [default_database_path(dict(os.environ, **extra)) for extra in defaults] == ts["defaults"]
+    assert ts["defaults"][2] == "/srv/hermes home/state.db"
+    assert ts["defaults"][3] == "/srv/h/state.db"
+    assert ts["defaults"][5] == ts["defaults"][8] == str(tmp / ".hermes" / "state.db")
     sockets = [socket for socket, _ in python]
     assert sockets[0] == sockets[1], "the password is not part of the identity"
     assert all(s.startswith(str(tmp / "run" / "sessiondb") + "/") and len(os.path.basename(s)) == 37 for s in sockets)
@@ -193,6 +203,43 @@ def test_the_default_database_path_follows_the_environment(tmp: Path, monkeypatc
     monkeypatch.delenv("HERMES_HOME")
     monkeypatch.setenv("HOME", str(tmp))
     assert default_database_path() == str(tmp / ".hermes" / "state.db")
+
+
+TILDE_SCRIPT = f"""
+import {{ readFileSync }} from "node:fs";
+import {{ defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
+const envs = JSON.parse(readFileSync(0, "utf8"));
+console.log(JSON.stringify(envs.map((extra) => {{
+  try {{ return ["ok", defaultDatabasePath({{ ...process.env, ...extra }})]; }}
+  catch (err) {{ return [err.code, err.message]; }}
+}})));
+"""
+
+
+def test_a_leading_tilde_is_refused_naming_the_folder_hermes_would_use(tmp: Path, monkeypatch: pytest.MonkeyPatch):
+    """Upstream's get_hermes_home() never expands ~ (Path(value)): both clients refuse such a
+    value, with the same message naming the literal folder, instead of using another file."""
+    for name in ("SESSIONDB_PATH", "HERMES_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp)
+    envs = [{"HERMES_HOME": "~/.hermes"}, {"HERMES_HOME": "  ~  "}, {"HERMES_HOME": "~other/h"},
+            {"SESSIONDB_PATH": "~/data/state.db"}]
+    ts = node(TILDE_SCRIPT, envs, env=dict(os.environ))
+    mine = []
+    for extra in envs:
+        with pytest.raises(InvalidArgumentError) as info:
+            default_database_path(dict(os.environ, **extra))
+        mine.append([info.value.code, str(info.value)])
+    assert mine == ts
+    assert all(code == "INVALID_ARGUMENT" for code, _ in mine)
+    assert f"would use the folder {tmp}/~/.hermes (under the working directory)" in mine[0][1]
+    assert f"e.g. {home}/.hermes" in mine[0][1]
+    assert f"would use the folder {tmp}/~ " in mine[1][1], "stripped first"
+    assert "HERMES_HOME" in mine[0][1] and "SESSIONDB_PATH" in mine[3][1]
+    assert not (tmp / "~").exists()
 
 
 HELPER_SCRIPT = f"""

@@ -9,6 +9,7 @@ import type { DatabaseFiles } from "../database-files.js";
 import { ForeignSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
+import { refuseTilde } from "../hermes-home.js";
 import { isPostgresUrl } from "../pg/pg-url.js";
 import { resolveOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
@@ -28,8 +29,12 @@ export function globalsOf(command: Command): GlobalOptions {
   return command.optsWithGlobals<GlobalOptions>();
 }
 
-/** The library's options for the global flags: `--db` (else the default of SPEC §2) and `--direct`. */
+/**
+ * The library's options for the global flags: `--db` (else the default of SPEC §2) and `--direct`.
+ * A `--db` beginning with `~` (quoted, so the shell left it) is refused, as in `$HERMES_HOME`.
+ */
 export function openOptions(globals: GlobalOptions, options: OpenOptions = {}): OpenOptions {
+  if (globals.db !== undefined) refuseTilde("--db", globals.db);
   return { ...(globals.db !== undefined ? { path: globals.db } : {}), mode: globals.direct ? "direct" : "auto", ...options };
 }
 
