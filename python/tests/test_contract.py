@@ -158,6 +158,19 @@ def test_an_explicit_none_token_writes_null(store):
     assert store.get_session("s")["input_tokens"] == 4
 
 
+
+def test_a_counter_addition_past_2_63_is_refused_and_nothing_applied(store):
+    store.create_session("s", "cli")
+    near = 2**63 - 808
+    run_sql(store.db_path, f"UPDATE sessions SET input_tokens = {near}, output_tokens = 5 WHERE id = 's'")
+    exact = "SELECT CAST(input_tokens AS TEXT), CAST(output_tokens AS TEXT) FROM sessions WHERE id = 's'"
+    store.update_token_counts("s", input_tokens=807)
+    assert tuple(run_sql(store.db_path, exact)[0]) == (str(2**63 - 1), "5")
+    with pytest.raises(InvalidArgumentError) as caught:
+        store.update_token_counts("s", input_tokens=1, output_tokens=1)
+    assert caught.value.code == "INVALID_ARGUMENT" and "2^63 - 1" in str(caught.value)
+    assert tuple(run_sql(store.db_path, exact)[0]) == (str(2**63 - 1), "5"), "nothing of it applied"
+
 # -- titles ------------------------------------------------------------------------------------
 
 def test_titles_set_get_clear_and_in_use(store):

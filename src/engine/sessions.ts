@@ -1,5 +1,5 @@
 /** Session lifecycle, token accounting, id resolution, counting, delete and prune (SPEC §3). */
-import { invalidArgument } from "../errors.js";
+import { invalidArgument, type SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
   checkTotalText, count, field, nonEmpty, optBool, optCount, optJson, optNumber, optObject, optStr, optText, str,
@@ -77,7 +77,7 @@ export const updateSystemPrompt = write(
   },
 );
 
-const TOKEN_FIELDS = [
+export const TOKEN_FIELDS = [
   ["inputTokens", "input_tokens"],
   ["outputTokens", "output_tokens"],
   ["cacheReadTokens", "cache_read_tokens"],
@@ -97,7 +97,8 @@ const TEXT_FIELDS = [
 
 /** Per-column rules of SPEC §3: token counters add (or are set), costs accumulate, billing sticks. */
 function tokenUpdateSql(absolute: boolean): string {
-  const tokens = TOKEN_FIELDS.map(([, col]) => (absolute ? `${col} = @${col}` : `${col} = ${col} + @${col}`));
+  // better-sqlite3 binds a number as a REAL: cast, or the sum is a double and a counter past 2^53 loses its low digits.
+  const tokens = TOKEN_FIELDS.map(([, col]) => (absolute ? `${col} = @${col}` : `${col} = ${col} + CAST(@${col} AS INTEGER)`));
   const estimated = absolute ? "COALESCE(@estimated, 0)" : "COALESCE(estimated_cost_usd, 0) + COALESCE(@estimated, 0)";
   const actual = absolute ? "@actual" : "COALESCE(actual_cost_usd, 0) + @actual";
   return `UPDATE sessions SET ${tokens.join(", ")},
@@ -115,6 +116,22 @@ function tokenUpdateSql(absolute: boolean): string {
 
 const TOKEN_UPDATE_SQL = { increment: tokenUpdateSql(false), absolute: tokenUpdateSql(true) };
 
+/**
+ * Per counter, 1 when adding its parameter would leave SQLite's 64-bit integers, where SQLite
+ * would silently store a REAL (9.2e18) instead: such an addition is refused, nothing applied.
+ */
+const TOKEN_OVERFLOW_SQL = `SELECT ${TOKEN_FIELDS.map(([, col]) => {
+  const p = `CAST(@${col} AS INTEGER)`;
+  return `CASE WHEN ${p} >= 0 THEN ${col} > 9223372036854775807 - ${p} ELSE ${col} < -9223372036854775808 - ${p} END AS ${col}`;
+}).join(", ")} FROM sessions WHERE id = @id`;
+
+/** The refusal of a counter addition that would pass ±2^63 (the same words on PostgreSQL). */
+export function counterOverflow(key: string, value: unknown): SessionDBError {
+  return invalidArgument(
+    `usage.${key}: adding ${String(value)} would take the counter past the 64-bit integer range (2^63 - 1); nothing was applied`,
+  );
+}
+
 export const updateTokenCounts = write(
   (args) => {
     const usage = optObject(args[1], "usage");
@@ -130,6 +147,11 @@ export const updateTokenCounts = write(
     return { absolute: optBool(field(opts, "absolute"), "opts.absolute", false), params };
   },
   (db, p): void => {
+    if (!p.absolute) {
+      const overflow = sql(db, TOKEN_OVERFLOW_SQL).get(p.params) as Record<string, number | null> | undefined;
+      const past = TOKEN_FIELDS.find(([, col]) => overflow?.[col] === 1);
+      if (past !== undefined) throw counterOverflow(past[0], p.params[past[1]]);
+    }
     sql(db, p.absolute ? TOKEN_UPDATE_SQL.absolute : TOKEN_UPDATE_SQL.increment).run(p.params);
   },
 );

@@ -2,6 +2,7 @@
 import { SessionDBError } from "../errors.js";
 import { escapeLike, now } from "../engine/connection.js";
 import { SESSION_SELECT } from "../engine/rows.js";
+import { counterOverflow, TOKEN_FIELDS } from "../engine/sessions.js";
 import type { SessionRow } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { changes, likeAsciiCase, one, rows, type PgRunners } from "./pg-operation.js";
@@ -14,7 +15,7 @@ async function exists(db: PgQueryable, id: string): Promise<boolean> {
   return (await one(db, "SELECT 1 FROM sessions WHERE id = $1", [id])) !== undefined;
 }
 
-const TOKEN_COLUMNS = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"] as const;
+const TOKEN_COLUMNS = TOKEN_FIELDS.map(([, col]) => col);
 const TEXT_COLUMNS = ["cost_status", "cost_source", "pricing_version", "billing_provider", "billing_base_url", "billing_mode", "model"] as const;
 const NEWEST_WINS = new Set(["cost_status", "cost_source", "pricing_version"]);
 
@@ -36,6 +37,15 @@ function tokenUpdateSql(absolute: boolean): string {
 }
 
 const TOKEN_UPDATE_SQL = { increment: tokenUpdateSql(false), absolute: tokenUpdateSql(true) };
+
+/**
+ * Per counter, whether adding its parameter would leave bigint's range: refused before the UPDATE
+ * (in numeric, which cannot overflow), with the same error as on SQLite rather than 22003.
+ */
+const TOKEN_OVERFLOW_SQL = `SELECT ${TOKEN_COLUMNS.map((col, i) => {
+  const sum = `${col}::numeric + $${i + 2}::numeric`;
+  return `(${sum} > 9223372036854775807 OR ${sum} < -9223372036854775808) AS ${col}`;
+}).join(", ")} FROM sessions WHERE id = $1`;
 
 /** Detaches children of the listed sessions, then deletes their messages and rows (no cascade). */
 async function deleteSessions(db: PgQueryable, ids: string[]): Promise<number> {
@@ -117,6 +127,11 @@ export const sessionRunners = {
       p.params.actual,
       ...TEXT_COLUMNS.map((col) => p.params[col]),
     ];
+    if (!p.absolute) {
+      const overflow = await one<Record<string, boolean | null>>(db, TOKEN_OVERFLOW_SQL, values.slice(0, TOKEN_COLUMNS.length + 1));
+      const past = TOKEN_FIELDS.find(([, col]) => overflow?.[col] === true);
+      if (past !== undefined) throw counterOverflow(past[0], p.params[past[1]]);
+    }
     await db.query(p.absolute ? TOKEN_UPDATE_SQL.absolute : TOKEN_UPDATE_SQL.increment, values);
   },
 

@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { SessionRow } from "../../src/index.js";
-import { fresh, type Opener } from "./fixture.js";
+import { isPostgresUrl as isPostgres } from "../../src/pg/pg-url.js";
+import { rawGet, rawRun } from "../helpers/raw-db.js";
+import { expectCode, fresh, type Opener } from "./fixture.js";
 
 const TOKEN_COLUMNS = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"] as const;
 
@@ -145,6 +147,29 @@ export function tokensContract(open: Opener): void {
       const before = await db.getSession("b");
       await db.updateTokenCounts("a", { ...ALL_FIVE, estimatedCostUsd: 1, actualCostUsd: 1, costStatus: "x", billingMode: "y", model: "z" });
       assert.deepEqual(await db.getSession("b"), before);
+    });
+
+    test("an addition that would pass 2^63 - 1 (or -2^63) fails with INVALID_ARGUMENT, nothing applied; counters stay exact integers", async (t) => {
+      const { db, path } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      const near = "9223372036854775000"; // 2^63 - 808
+      rawRun(path, `UPDATE sessions SET input_tokens = ${near}, reasoning_tokens = -${near}, output_tokens = 5 WHERE id = 's'`);
+      const typeOf = isPostgres(path) ? "" : ", typeof(input_tokens) AS ti";
+      const exact = () => rawGet<Record<string, string>>(
+        path,
+        `SELECT CAST(input_tokens AS TEXT) AS i, CAST(reasoning_tokens AS TEXT) AS r, CAST(output_tokens AS TEXT) AS o${typeOf} FROM sessions WHERE id = 's'`,
+      );
+      await db.updateTokenCounts("s", { inputTokens: 807, outputTokens: 1 });
+      const top = exact();
+      assert.deepEqual([top?.i, top?.r, top?.o], ["9223372036854775807", `-${near}`, "6"], "up to 2^63 - 1, exactly");
+      await expectCode(() => db.updateTokenCounts("s", { inputTokens: 1, outputTokens: 1 }), "INVALID_ARGUMENT");
+      await expectCode(() => db.updateTokenCounts("s", { reasoningTokens: -809, outputTokens: 1 }), "INVALID_ARGUMENT");
+      const after = exact();
+      assert.deepEqual([after?.i, after?.r, after?.o], ["9223372036854775807", `-${near}`, "6"], "nothing of a refused call applied");
+      if (!isPostgres(path)) assert.equal(after?.ti, "integer", "never turned into a REAL");
+      // A decrement from the top is exact too.
+      await db.updateTokenCounts("s", { inputTokens: -7 });
+      assert.equal(exact()?.i, "9223372036854775800");
     });
   });
 }
