@@ -1,6 +1,7 @@
 /** The daemon's group commit on PostgreSQL: one transaction per batch, a savepoint per request. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { openSessionDB, SessionDBError, type SessionDB } from "../src/index.js";
 import { daemonStats, shortTempDir, startDaemon } from "./helpers/daemon.js";
@@ -60,4 +61,18 @@ test("autostart on a URL: the daemon's command line keeps the URL's connection s
   assert.equal(served, `${base.replace("postgres:s3cret@", "postgres@")}&sslmode=disable&application_name=gateway`);
   assert.ok(!argv.some((arg) => arg.includes("s3cret") || arg.includes("k3y")), argv.join(" "));
   assert.ok(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes("PGPASSWORD=s3cret"));
+});
+
+test("serve --db with a password in the URL: another local user reading /proc/<pid>/cmdline sees the URL without it", { skip: process.getuid?.() !== 0 ? "needs root to read the daemon's cmdline as another user (nobody)" : false }, async (t) => {
+  const base = server.fresh(t).replace("postgresql:///", "postgresql://postgres:s3cret-pw@/");
+  const url = `${base}&sslpassword=k3y-pw`;
+  const daemon = await startDaemon(t, url, { socketPath: `${shortTempDir(t)}/d.sock` });
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  const asNobody = spawnSync("setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "cat", `/proc/${daemon.hello.pid}/cmdline`], { encoding: "utf8" });
+  assert.equal(asNobody.status, 0, asNobody.stderr);
+  const cmdline = asNobody.stdout.replace(/\0+/g, " ").trim();
+  assert.ok(!cmdline.includes("s3cret-pw") && !cmdline.includes("k3y-pw"), cmdline);
+  assert.ok(cmdline.includes(`--db ${base.replace("postgres:s3cret-pw@", "postgres@")} serve`), cmdline);
+  await db.close();
 });

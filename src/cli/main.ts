@@ -7,6 +7,7 @@
 import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { reportError } from "./cli-error.js";
+import { hideSecretsFromPs } from "./process-title.js";
 import { registerDelete } from "./commands/delete.js";
 import { registerCopy } from "./commands/copy.js";
 import { registerExport } from "./commands/export.js";
@@ -21,6 +22,9 @@ import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
 import { registerStop } from "./commands/stop.js";
 import { registerTitle } from "./commands/title.js";
+
+// First: a password in `--db postgres://user:secret@…` must not stay readable in `ps`.
+hideSecretsFromPs();
 
 const program = new Command()
   .name("sessiondb")
