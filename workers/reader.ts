@@ -6,6 +6,7 @@
 import { workerData } from "piscina";
 import { toWireError } from "../src/errors.js";
 import { openConnection, type Connection } from "../src/engine/connection.js";
+import { checkIntegrity, type CheckOptions } from "../src/engine/integrity-check.js";
 import { runOperation } from "../src/engine/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
 import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
@@ -26,7 +27,10 @@ export default function read(task: ReadTask): ReadOutcome {
     return { ok: false, error: { code: "TIMEOUT", message: `${task.op} waited for a reader thread past its deadline; it did not run` } };
   }
   try {
-    const result = retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), task.op, task.params, task.cursor ?? null));
+    const { op } = task;
+    const result = op === "checkIntegrity"
+      ? checkIntegrity(connection(), task.params as CheckOptions)
+      : retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), op, task.params, task.cursor ?? null));
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: toWireError(err) };

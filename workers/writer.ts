@@ -18,8 +18,14 @@ import { runOperation } from "../src/engine/operations.js";
 import { stillServed } from "../src/file-identity.js";
 import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import { deletesMessages } from "../src/operation-catalogue.js";
+import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../src/engine/fts-merge.js";
+import { snapshotCounts } from "../src/engine/integrity-check.js";
+import { tableExists } from "../src/engine/schema.js";
 import type {
+  BackupOutcome,
   CheckpointResult,
+  MaintenanceTask,
+  MergeOutcome,
   FromWriter,
   ToWriter,
   WriteJob,
@@ -78,12 +84,118 @@ const CJK_CATCH_UP_MS = 250;
 let uncaughtRequests = 0;
 let cjkCaughtUpAt = 0;
 
+/** Pages a backup copies per step, between batches: a millisecond or two of the writer's time. */
+const BACKUP_STEP_PAGES = 256;
+/** What a merge step aims to take (MergePace): the lock is never held much longer. */
+const MERGE_STEP_MS = 5;
+/** Maintenance asked for and not started yet: one task runs at a time. */
+const maintenanceQueue: Array<{ id: number; task: MaintenanceTask }> = [];
+/** The index merge under way, done one step per turn of the loop. */
+let merging: { id: number; indexes: string[]; at: number; pace: MergePace; steps: number; maxStepMs: number } | null = null;
+/** Set from a merge step to the next batch: writes and merge steps take turns, neither starves. */
+let mergeTurn = false;
+/** True while a backup runs: its steps are turns of the event loop of their own, between batches. */
+let backingUp = false;
+
 function post(message: FromWriter): void {
   port.postMessage(message);
 }
 
 function pause(ms: number): void {
   if (ms > 0) Atomics.wait(sleeper, 0, 0, ms);
+}
+
+function maintained(id: number, outcome: { ok: true; result: unknown } | { ok: false; error: unknown }): void {
+  post({ type: "maintained", id, outcome: outcome.ok ? outcome : { ok: false, error: toWireError(outcome.error) } });
+}
+
+function maintenanceBusy(): boolean {
+  return backingUp || merging !== null;
+}
+
+function startMaintenance(conn: Connection): void {
+  const next = maintenanceQueue.shift()!;
+  switch (next.task.kind) {
+    case "backup":
+      startBackup(conn, next.id, next.task.dest);
+      break;
+    case "mergeIndexes":
+      merging = { id: next.id, indexes: MERGED_INDEXES.filter((t) => tableExists(conn, t)), at: 0, pace: new MergePace(MERGE_STEP_MS), steps: 0, maxStepMs: 0 };
+      break;
+    case "vacuum":
+      // The whole file rewritten in one statement: the writes wait (why the CLI asks for --force
+      // while other clients are connected).
+      try {
+        retryBusySync(OPEN_RETRY, () => conn.exec("VACUUM"));
+        maintained(next.id, { ok: true, result: null });
+      } catch (err) {
+        maintained(next.id, { ok: false, error: err });
+      }
+      break;
+  }
+}
+
+/**
+ * The backup runs on this connection, so the writes made on it between steps go to the copy too
+ * (SQLite's backup API updates the destination when its own connection writes the source): it
+ * never restarts, no read transaction spans it (the WAL stays under its bound), and when the last
+ * step is done the copy is the file as this connection sees it. The counts are read in the same
+ * turn, before any batch can run: the copy's must match them.
+ */
+function startBackup(conn: Connection, id: number, dest: string): void {
+  backingUp = true;
+  conn
+    .backup(dest, {
+      progress: () => {
+        if (closing) throw new SessionDBError("CLOSED", "the daemon is shutting down: the backup was stopped");
+        return BACKUP_STEP_PAGES;
+      },
+    })
+    .then((done): BackupOutcome => ({ pages: done.totalPages, ...snapshotCounts(conn) }))
+    .then(
+      (result) => maintained(id, { ok: true, result }),
+      (err: unknown) => maintained(id, { ok: false, error: err }),
+    )
+    .finally(() => {
+      backingUp = false;
+      schedule();
+    });
+}
+
+/** One step of the index merge, in a transaction of its own; another process holding the lock means the next turn. */
+function mergeStep(conn: Connection): void {
+  const m = merging!;
+  const table = m.indexes[m.at];
+  if (table === undefined) {
+    merging = null;
+    const result: MergeOutcome = { indexes: m.indexes, steps: m.steps, maxStepMs: m.maxStepMs };
+    maintained(m.id, { ok: true, result });
+    return;
+  }
+  const start = performance.now();
+  try {
+    tx.begin.run();
+  } catch (err) {
+    if (isBusyError(err)) return;
+    merging = null;
+    maintained(m.id, { ok: false, error: err });
+    return;
+  }
+  let more: boolean;
+  try {
+    more = ftsMergeStep(conn, table as (typeof MERGED_INDEXES)[number], m.pace.pages);
+    tx.commit.run();
+  } catch (err) {
+    if (conn.inTransaction) tx.rollback.run();
+    merging = null;
+    maintained(m.id, { ok: false, error: err });
+    return;
+  }
+  const ms = performance.now() - start;
+  m.pace.took(ms);
+  m.steps++;
+  m.maxStepMs = Math.max(m.maxStepMs, ms);
+  if (!more) m.at++;
 }
 
 /** Transaction control, prepared once: these run several times per request. */
@@ -142,6 +254,10 @@ function replaced(): SessionDBError {
     "UNAVAILABLE",
     `${config.path} was replaced or removed while the daemon had it open: this write is not in ${config.path} (at most it went to the old file); the daemon is stopping, retry`,
   );
+}
+
+function stopped(): SessionDBError {
+  return new SessionDBError("CLOSED", "the daemon is shutting down: the maintenance did not run to its end");
 }
 
 function expiredError(job: WriteJob): SessionDBError {
@@ -339,7 +455,11 @@ function step(): void {
   scheduled = false;
   const conn = db!;
   const canWrite = queue.length > 0 && !held;
-  if (canWrite) {
+  if (merging !== null && !held && (!canWrite || mergeTurn)) {
+    mergeTurn = false;
+    mergeStep(conn);
+  } else if (canWrite) {
+    mergeTurn = true;
     // After a long run of back-to-back transactions, leave the lock free for a moment so a
     // process writing the file directly (polling for the lock) gets its turn.
     const now = performance.now();
@@ -359,16 +479,22 @@ function step(): void {
     const { mode } = pendingCheckpoint;
     pendingCheckpoint = null;
     checkpoint(conn, mode, true);
+  } else if (maintenanceQueue.length > 0 && !maintenanceBusy() && !held && !closing) {
+    startMaintenance(conn);
   } else if (cjkBehind && !held && !closing) {
     cjkBehind = idleCatchUp(conn);
-  } else if (closing && queue.length === 0) {
+  } else if (closing && queue.length === 0 && !backingUp) {
+    for (const job of maintenanceQueue.splice(0)) maintained(job.id, { ok: false, error: stopped() });
+    if (merging !== null) maintained(merging.id, { ok: false, error: stopped() });
+    merging = null;
     checkpoint(conn, "TRUNCATE", false);
     conn.close();
     post({ type: "closed" });
     port.close();
     return;
   }
-  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held) || (cjkBehind && !held)) {
+  const maintenanceDue = !held && (merging !== null || (maintenanceQueue.length > 0 && !maintenanceBusy()));
+  if ((queue.length > 0 && !held) || pendingCheckpoint !== null || (closing && !held) || (cjkBehind && !held) || maintenanceDue) {
     schedule();
   } else {
     busySince = null;
@@ -408,6 +534,9 @@ if (db !== null) {
         if (!config.faultInjection) break;
         if (message.at === "afterCommit") crashAfterCommit = true;
         else throw new Error("writer crashed on purpose (fault injection)");
+        break;
+      case "maintain":
+        maintenanceQueue.push({ id: message.id, task: message.task });
         break;
       case "maxPageCount":
         // SQLite's largest page count lifts the cap.

@@ -8,11 +8,14 @@ import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { reportError } from "./cli-error.js";
 import { hideSecretsFromPs } from "./process-title.js";
+import { registerBackup } from "./commands/backup.js";
+import { registerCheck } from "./commands/check.js";
 import { registerDelete } from "./commands/delete.js";
 import { registerCopy } from "./commands/copy.js";
 import { registerExport } from "./commands/export.js";
 import { registerImport } from "./commands/import.js";
 import { registerList } from "./commands/list.js";
+import { registerOptimize } from "./commands/optimize.js";
 import { registerPrune } from "./commands/prune.js";
 import { registerSearch } from "./commands/search.js";
 import { registerServe } from "./commands/serve.js";
@@ -22,6 +25,7 @@ import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
 import { registerStop } from "./commands/stop.js";
 import { registerTitle } from "./commands/title.js";
+import { registerVerify } from "./commands/verify.js";
 
 // First: a password in `--db postgres://user:secret@…` must not stay readable in `ps`.
 hideSecretsFromPs();
@@ -41,6 +45,7 @@ const program = new Command()
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
   registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats, registerService,
+  registerBackup, registerVerify, registerCheck, registerOptimize,
 ]) {
   register(program);
 }

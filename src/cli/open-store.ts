@@ -57,17 +57,20 @@ export interface DaemonStore extends Store {
 }
 
 /** The daemon serving the file, or null when none answers. */
-export async function connectDaemon(globals: GlobalOptions): Promise<DaemonStore | null> {
-  return (await daemonOrRefusal(globals)).store;
+export async function connectDaemon(globals: GlobalOptions, options: OpenOptions = {}): Promise<DaemonStore | null> {
+  return (await daemonOrRefusal(globals, options)).store;
 }
 
 /**
  * The daemon serving the file, or null with, in `refused`, why a socket found for it was not used
  * (another user's, or one another user could swap: ForeignSocketError).
  */
-export async function daemonOrRefusal(globals: GlobalOptions): Promise<{ store: DaemonStore | null; refused: string | null }> {
+export async function daemonOrRefusal(
+  globals: GlobalOptions,
+  options: OpenOptions = {},
+): Promise<{ store: DaemonStore | null; refused: string | null }> {
   try {
-    const db = await openSessionDB(openOptions(globals, { mode: "daemon" }));
+    const db = await openSessionDB(openOptions(globals, { ...options, mode: "daemon" }));
     const { daemon } = db;
     if (daemon !== null) return { store: { db, daemon, path: db.files.db }, refused: null };
     await db.close();

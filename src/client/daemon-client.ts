@@ -4,7 +4,18 @@ import type { ResolvedOptions } from "../options.js";
 import { isWriteOp, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
 import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
-import type { ControlArgs, ControlOp, ControlResult, DaemonControl, DaemonStats, FaultOp, HelloResult } from "../protocol/control.js";
+import type {
+  BackupResult,
+  CheckResult,
+  ControlArgs,
+  ControlOp,
+  ControlResult,
+  DaemonControl,
+  DaemonStats,
+  FaultOp,
+  HelloResult,
+  OptimizeResult,
+} from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { Store } from "../store.js";
 import { databaseIdentity } from "../socket-path.js";
@@ -176,6 +187,21 @@ export class DaemonClient extends Store implements DaemonControl {
   /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
   async shutdown(): Promise<void> {
     await this.#control("shutdown");
+  }
+
+  /** Copies the file into `dest`, an empty file the caller made, online. */
+  backup(dest: string): Promise<BackupResult> {
+    return this.#control("backup", dest);
+  }
+
+  /** The integrity checks, on a reader's snapshot. */
+  check(opts?: { quick?: boolean }): Promise<CheckResult> {
+    return this.#control("check", opts);
+  }
+
+  /** Merges the search indexes in short steps, then VACUUMs when asked to. */
+  optimize(opts?: { vacuum?: boolean; force?: boolean }): Promise<OptimizeResult> {
+    return this.#control("optimize", opts);
   }
 
   /** The reliability tests' fault injection (refused unless the daemon runs with it on). */

@@ -9,6 +9,7 @@ import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/con
 import type { Engine } from "../session-db.js";
 import type { SessionDBError } from "../errors.js";
 import type { ReadRequester } from "./reader-pool.js";
+import type { BackupResult, CheckResult, OptimizeResult } from "../protocol/control.js";
 
 export interface DaemonWriter {
   /** Writes accepted and not yet answered. */
@@ -36,6 +37,19 @@ export interface DaemonReaders {
   close(): Promise<void>;
 }
 
+/**
+ * The file's upkeep (the `backup`, `check` and `optimize` control ops): SQLite's. PostgreSQL has
+ * its own tools (pg_dump, VACUUM, amcheck) and its engine has none.
+ */
+export interface DaemonMaintenance {
+  /** Copies the file into `dest` (an empty file) between batches; the copy's counts at its snapshot. */
+  backup(dest: string): Promise<BackupResult>;
+  /** The integrity checks on a reader's snapshot; past `deadline` (epoch ms) TIMEOUT. */
+  check(quick: boolean, deadline: number): Promise<CheckResult>;
+  /** Merges the full-text indexes in short steps between batches, then VACUUMs if asked to. */
+  optimize(vacuum: boolean): Promise<OptimizeResult>;
+}
+
 /** A started engine: its writer and readers, and what stops anything else it runs. */
 export interface DaemonEngine {
   readonly engine: Engine;
@@ -52,6 +66,8 @@ export interface DaemonEngine {
   readonly fileSchemaVersion: number;
   /** The SCHEMA error a write gets while `readOnly`. */
   readOnlyError(op: string): SessionDBError;
+  /** Backup, check and optimize; null when the engine has none (PostgreSQL). */
+  readonly maintenance: DaemonMaintenance | null;
   /** Said in the "listening" line of the log. */
   readonly description: string;
 }

@@ -72,6 +72,7 @@ export class Daemon {
       writer,
       readers,
       stats: () => this.stats(),
+      clients: () => this.#connections.size,
       close: () => this.close(),
     });
     this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);

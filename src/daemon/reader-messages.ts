@@ -9,8 +9,14 @@ export interface ReaderConfig {
   faultInjection: boolean;
 }
 
+/**
+ * What a reader thread runs: a read operation, or `checkIntegrity` (engine/integrity-check.ts,
+ * params `{ quick }`), the daemon's `check`, on the thread's snapshot.
+ */
+export type ReaderOp = OpName | "checkIntegrity";
+
 export interface ReadTask {
-  op: OpName;
+  op: ReaderOp;
   params: unknown;
   /** Streamed operations: where the page starts (null for the first). */
   cursor?: unknown;

@@ -1,9 +1,8 @@
 import type { Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
-import type { OpName } from "../operation-catalogue.js";
 import type { ReaderStats } from "../protocol/control.js";
-import type { ReadOutcome, ReaderConfig, ReadTask } from "./reader-messages.js";
+import type { ReadOutcome, ReaderConfig, ReaderOp, ReadTask } from "./reader-messages.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 /**
@@ -17,7 +16,7 @@ const READER_YOUNG_GENERATION_MB = 8;
  * Reads whose cost grows with the data (full-text searches, rich listings, exports): they run on
  * at most `threads` threads, so the one thread beyond those is always there for the point reads.
  */
-const SLOW_OPS: ReadonlySet<OpName> = new Set<OpName>(["searchMessages", "searchSessions", "listSessionsRich", "exportSession", "exportAll"]);
+const SLOW_OPS: ReadonlySet<ReaderOp> = new Set<ReaderOp>(["searchMessages", "searchSessions", "listSessionsRich", "exportSession", "exportAll", "checkIntegrity"]);
 
 /** Who asked for a read: the daemon's connection to that client. */
 export interface ReadRequester {
@@ -55,6 +54,8 @@ export class ReaderPool {
   readonly #ended: QueuedRead[] = [];
   #running = 0;
   #runningSlow = 0;
+  /** `checkIntegrity` reads running: each holds one snapshot for the whole file's check. */
+  #checking = 0;
   #crashes = 0;
   #paused = false;
   #drained: Array<() => void> = [];
@@ -89,7 +90,7 @@ export class ReaderPool {
    * Runs one read. Past `deadline` (ms since the epoch) it is answered TIMEOUT, started or not;
    * when its requester goes away it is answered CLOSED.
    */
-  run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
+  run(op: ReaderOp, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
     const crash = this.#crashes > 0;
     if (crash) this.#crashes--;
     return new Promise((resolve, reject) => {
@@ -125,8 +126,10 @@ export class ReaderPool {
 
   #start(read: QueuedRead): void {
     const slow = SLOW_OPS.has(read.task.op);
+    const check = read.task.op === "checkIntegrity";
     this.#running++;
     if (slow) this.#runningSlow++;
+    if (check) this.#checking++;
     const startedAt = Date.now();
     const stop = new AbortController();
     let why: SessionDBError | null = null;
@@ -160,6 +163,7 @@ export class ReaderPool {
       read.requester?.gone.removeEventListener("abort", onGone);
       this.#running--;
       if (slow) this.#runningSlow--;
+      if (check) this.#checking--;
       if (this.#running === 0) for (const done of this.#drained.splice(0)) done();
       this.#pump();
     });
@@ -177,6 +181,14 @@ export class ReaderPool {
   /** Fault injection: the threads serving the next `reads` reads exit mid-task; the pool replaces them. */
   crashDuringNextReads(reads: number): void {
     this.#crashes += reads;
+  }
+
+  /**
+   * True while a `check` runs: its snapshot keeps a TRUNCATE checkpoint from emptying the WAL
+   * until it ends, so holding the writes for one would only stall them (the WAL guard waits).
+   */
+  get pinned(): boolean {
+    return this.#checking > 0;
   }
 
   /** Holds new reads and resolves once the running ones are done (or after `maxWaitMs`). */

@@ -41,15 +41,15 @@ export class RequestDispatch {
 
   /** `receivedAt`: when the request's frame was read, where its deadline starts. */
   async handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
+    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.#options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     // Control ops are answered even while the daemon shuts down.
-    if (isControlOp(request.op)) return this.#control[request.op](request.args);
+    if (isControlOp(request.op)) return this.#control[request.op](request.args, deadline);
     if (this.#closing()) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.queueDepth >= this.#options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
     }
     const kind = OPERATION_KINDS[request.op];
     const params = parseOperation(request.op, request.args);
-    const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.#options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     if (kind === "write") {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       return this.#engine.writer.write(request.op as WriteOpName, params, deadline);

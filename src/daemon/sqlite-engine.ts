@@ -2,6 +2,7 @@ import type { FileIdentity } from "../file-identity.js";
 import type { DaemonEngine } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import { ReaderPool } from "./reader-pool.js";
+import { SqliteMaintenance } from "./sqlite-maintenance.js";
 import { WalGuard } from "./wal-guard.js";
 import { WriterClient } from "./writer-client.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
@@ -36,6 +37,7 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
       readOnly: writer.newerVersion !== null,
       fileSchemaVersion: writer.newerVersion ?? SCHEMA_VERSION,
       readOnlyError: (op) => newerSchemaError(resolved.path, writer.newerVersion ?? SCHEMA_VERSION, op),
+      maintenance: new SqliteMaintenance(resolved.files, writer, readers),
       description: `${resolved.readers} readers, synchronous=${resolved.synchronous}`,
     };
   } catch (err) {

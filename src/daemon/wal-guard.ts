@@ -49,6 +49,7 @@ export class WalGuard {
   async #check(): Promise<void> {
     if (this.#truncating || this.#stopped || Date.now() < this.#retryAt) return;
     if (this.#writer.newerVersion !== null) return; // a newer Hermes's file: not ours to checkpoint
+    if (this.#readers.pinned) return; // a check's snapshot: no TRUNCATE could empty the WAL before it ends
     const size = walSize(this.#wal);
     if (size <= this.#limitBytes) return;
     this.#truncating = true;

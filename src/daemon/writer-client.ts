@@ -5,6 +5,7 @@ import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type {
   CheckpointResult,
   FromWriter,
+  MaintenanceTask,
   ToWriter,
   WriteJob,
   WriteOutcome,
@@ -62,6 +63,8 @@ export class WriterClient {
   #pending = new Map<number, Pending>();
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
+  #maintenance = new Map<number, Pending>();
+  #maintenanceSeq = 0;
   #seq = 0;
   #closing: Promise<void> | null = null;
   #batches = 0;
@@ -120,6 +123,19 @@ export class WriterClient {
     return new Promise((resolve, reject) => {
       this.#checkpointWaiters.push({ resolve: (r) => resolve(r as CheckpointResult), reject });
       this.#send({ type: "checkpoint", mode });
+    });
+  }
+
+  /**
+   * Runs a maintenance task on the writer thread, between its batches (writer-messages.ts). Its
+   * result; rejects with the task's error, or INTERNAL when the thread died meanwhile.
+   */
+  maintain(task: MaintenanceTask): Promise<unknown> {
+    if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
+    const id = ++this.#maintenanceSeq;
+    return new Promise((resolve, reject) => {
+      this.#maintenance.set(id, { resolve, reject });
+      this.#send({ type: "maintain", id, task });
     });
   }
 
@@ -231,6 +247,10 @@ export class WriterClient {
           : new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"),
       );
     }
+    for (const waiter of this.#maintenance.values()) {
+      waiter.reject(new SessionDBError("INTERNAL", "the writer thread died during the maintenance; it did not finish"));
+    }
+    this.#maintenance.clear();
     for (const waiter of this.#checkpointWaiters.splice(0)) {
       waiter.reject(new SessionDBError("INTERNAL", "the writer thread died before the checkpoint ran"));
     }
@@ -287,6 +307,13 @@ export class WriterClient {
       case "log":
         this.#log(message.line);
         break;
+      case "maintained": {
+        const waiter = this.#maintenance.get(message.id);
+        this.#maintenance.delete(message.id);
+        if (message.outcome.ok) waiter?.resolve(message.outcome.result);
+        else waiter?.reject(fromWireError(message.outcome.error));
+        break;
+      }
       case "closed":
         break;
     }

@@ -47,7 +47,33 @@ export type ToWriter =
   | { type: "close" }
   | { type: "crash"; at: WriterCrashPoint }
   /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
-  | { type: "maxPageCount"; pages: number | null };
+  | { type: "maxPageCount"; pages: number | null }
+  /** Maintenance run between batches (`backup`, `optimize`), answered by a `maintained` with the same id. */
+  | { type: "maintain"; id: number; task: MaintenanceTask };
+
+/**
+ * `backup`: the file copied into `dest` (an empty file) with SQLite's backup API, a few pages per
+ * step between batches; `mergeIndexes`: the full-text indexes merged in short steps; `vacuum`:
+ * VACUUM, which holds the write lock for its whole run.
+ */
+export type MaintenanceTask =
+  | { kind: "backup"; dest: string }
+  | { kind: "mergeIndexes" }
+  | { kind: "vacuum" };
+
+/** `backup`: the copy's page count, and the counts at the snapshot it holds (read as it completed). */
+export interface BackupOutcome {
+  pages: number;
+  sessions: number;
+  messages: number;
+}
+
+/** `mergeIndexes`: how many steps (transactions) the merge took, and the longest one. */
+export interface MergeOutcome {
+  indexes: string[];
+  steps: number;
+  maxStepMs: number;
+}
 
 export type WriteOutcome = { seq: number; ok: true; result: unknown } | { seq: number; ok: false; error: WireError };
 
@@ -70,4 +96,5 @@ export type FromWriter =
   | { type: "checkpointFailed"; error: WireError; requested: boolean }
   /** A line for the daemon's log. */
   | { type: "log"; line: string }
+  | { type: "maintained"; id: number; outcome: { ok: true; result: unknown } | { ok: false; error: WireError } }
   | { type: "closed" };

@@ -27,8 +27,19 @@ export interface Connection {
   exec(source: string): this;
   pragma(source: string, options?: { simple?: boolean }): unknown;
   close(): this;
+  /**
+   * SQLite's online backup into `destination`, one step per turn of the event loop; `progress`
+   * runs after each step and returns the pages the next one copies (throwing stops the backup).
+   */
+  backup(destination: string, options?: { progress?: (step: BackupStep) => number | undefined }): Promise<BackupStep>;
   readonly inTransaction: boolean;
   readonly open: boolean;
+}
+
+/** Where a backup stands after a step. */
+export interface BackupStep {
+  totalPages: number;
+  remainingPages: number;
 }
 
 export interface ConnectionOptions {

@@ -28,6 +28,7 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
       readOnly: !writable,
       fileSchemaVersion,
       readOnlyError: () => readOnly(),
+      maintenance: null,
       description: `PostgreSQL, ${resolved.readers} reader connections`,
     };
   } catch (err) {

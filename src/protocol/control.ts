@@ -4,6 +4,34 @@
  * runs with fault injection on.
  */
 import type { Engine } from "../session-db.js";
+import type { IntegrityReport } from "../engine/integrity-check.js";
+
+/** The answer to `check`: SQLite's integrity check and the search indexes' own, on one snapshot. */
+export type CheckResult = IntegrityReport;
+
+/**
+ * The answer to `backup`: the copy holds `pages` pages, and the file held `sessions` sessions and
+ * `messages` messages at the snapshot the copy is of (the client checks the copy against them).
+ */
+export interface BackupResult {
+  pages: number;
+  sessions: number;
+  messages: number;
+}
+
+/** The answer to `optimize`. */
+export interface OptimizeResult {
+  /** The indexes merged (the CJK one only when the file has it). */
+  indexes: string[];
+  /** Merge steps, each its own transaction, and the longest one in ms. */
+  steps: number;
+  maxStepMs: number;
+  vacuumed: boolean;
+  /** The file and its WAL, in bytes, before and after; `bytesReturned` is what went back to the disk. */
+  bytesBefore: number;
+  bytesAfter: number;
+  bytesReturned: number;
+}
 
 export interface HelloResult {
   server: "sessiondb";
@@ -81,6 +109,12 @@ export interface DaemonControl {
   stats(): Promise<DaemonStats>;
   /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
   shutdown(): Promise<void>;
+  /** Copies the file into `dest`, an empty file the caller made, online (see `BackupResult`). */
+  backup(dest: string): Promise<BackupResult>;
+  /** The integrity checks, on a reader's snapshot. */
+  check(opts?: { quick?: boolean }): Promise<CheckResult>;
+  /** Merges the search indexes in short steps; VACUUMs with `vacuum` (refused while others are connected, unless `force`). */
+  optimize(opts?: { vacuum?: boolean; force?: boolean }): Promise<OptimizeResult>;
   /** The reliability tests' fault injection (refused unless the daemon runs with it on). */
   fault<K extends FaultOp>(op: K, ...args: ControlArgs<K>): Promise<void>;
 }
@@ -92,6 +126,10 @@ export interface ControlOps {
   stats: { args: []; result: DaemonStats };
   /** Answered, then the daemon stops as on SIGTERM. */
   shutdown: { args: []; result: null };
+  /** `dest`: an absolute path to an empty file, which the daemon's writer fills between batches. */
+  backup: { args: [dest: string]; result: BackupResult };
+  check: { args: [opts?: { quick?: boolean }]; result: CheckResult };
+  optimize: { args: [opts?: { vacuum?: boolean; force?: boolean }]; result: OptimizeResult };
   /** The writer thread dies (see `WriterCrashPoint`); the daemon restarts it. */
   faultCrashWriter: { args: [at?: WriterCrashPoint]; result: null };
   /** The threads serving the next `count` reads (default 1) die mid-read. */
@@ -114,7 +152,7 @@ export type ControlResult<K extends ControlOp> = ControlOps[K]["result"];
 export type FaultOp = Extract<ControlOp, `fault${string}`>;
 
 export const CONTROL_OPS = [
-  "hello", "ping", "stats", "shutdown", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
+  "hello", "ping", "stats", "shutdown", "backup", "check", "optimize", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
 ] as const satisfies readonly ControlOp[];
 
 export function isControlOp(op: unknown): op is ControlOp {
