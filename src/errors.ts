@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   "SCHEMA",
   "CORRUPT",
   "IO",
+  "PERMISSION",
   "INTERNAL",
 ] as const;
 

@@ -1,6 +1,8 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
+import { isPostgresUrl } from "./pg/pg-url.js";
+import { checkRegularFile } from "./regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "./database-files.js";
 import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
 
@@ -45,6 +47,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   }
   if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
   const real = realDatabasePath(options.path ?? defaultDatabasePath());
+  if (!isPostgresUrl(real)) checkRegularFile(real);
   const files = databaseFiles(real, options.socketPath);
   const retry: RetryPolicy = {
     budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),

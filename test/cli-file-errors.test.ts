@@ -39,10 +39,10 @@ test("--db at a directory: every command names it and says to give the file insi
   const dir = tempDir(t);
   for (const args of [["list"], ["stats"], ["import", "-"]]) {
     const result = await runCli(dir, args);
-    assertFails(result, 1, `error IO: ${dir} is a directory, not a database file: give the file, e.g. --db ${join(dir, "state.db")}`);
+    assertFails(result, 1, `error INVALID_ARGUMENT: ${dir} is a directory, not a database file: sessiondb opens only regular files; give the file, e.g. ${join(dir, "state.db")}`);
   }
   const serve = await runCli(dir, ["serve"]);
-  assertFails(serve, 1, `error IO: ${dir} is a directory`);
+  assertFails(serve, 1, `error INVALID_ARGUMENT: ${dir} is a directory`);
   assert.deepEqual(readdirSync(dir), [], "serve created nothing beside it either");
 });
 

@@ -96,8 +96,8 @@ test("startup errors carry their real code: a directory or a file serve cannot w
   chmodSync(dbPath, 0o644);
   const readOnlyFile = await serveExpectingRefusal(t, dbPath, [], NOBODY);
   assert.equal(readOnlyFile.code, 1);
-  // The CLI's file check or, past it, the daemon's own (servableFile) refuses: IO naming the file.
-  assert.match(readOnlyFile.stderr, /^error IO: (cannot serve .*shared\/state\.db: this user \(uid 65534\) cannot write it \(EACCES\); .*does not start read-only|cannot write .*shared\/state\.db: permission denied)/m);
+  // Root's file: the daemon never serves another user's file (PERMISSION naming it, its owner and mode).
+  assert.match(readOnlyFile.stderr, /^error PERMISSION: cannot serve: .*shared\/state\.db belongs to uid 0 \(root\) \(mode 0644\), not to this user \(uid 65534 \(nobody\)\)/m);
   assert.doesNotMatch(readOnlyFile.stderr, /INTERNAL/);
 });
 

@@ -3,8 +3,8 @@
 from .aio import AsyncSessionDB
 from .client import SessionDB
 from .errors import (
-    ClosedError, ConstraintError, DeadlineError, InvalidArgumentError, OutcomeUnknownError,
-    SessionDBError, TitleInUseError, TitleTooLongError, UnavailableError, UntrustedSocketError,
+    ClosedError, ConstraintError, DeadlineError, FilePermissionError, InvalidArgumentError,
+    OutcomeUnknownError, SessionDBError, TitleInUseError, TitleTooLongError, UnavailableError, UntrustedSocketError,
 )
 from .paths import default_database_path, default_socket_path, real_database_path
 from .protocol import PROTOCOL_VERSION
@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncSessionDB", "SessionDB", "SessionDBError", "ClosedError", "ConstraintError",
-    "DeadlineError", "InvalidArgumentError", "OutcomeUnknownError", "TitleInUseError",
+    "DeadlineError", "FilePermissionError", "InvalidArgumentError", "OutcomeUnknownError", "TitleInUseError",
     "TitleTooLongError", "UnavailableError", "UntrustedSocketError", "default_database_path",
     "default_socket_path", "real_database_path", "PROTOCOL_VERSION", "MAX_TITLE_LENGTH",
     "SCHEMA_VERSION", "contains_cjk", "sanitize_fts5_query", "sanitize_title",

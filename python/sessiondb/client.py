@@ -11,7 +11,9 @@ from .autostart import start_daemon
 from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .operations import READ, Operations
-from .paths import candidate_sockets, database_identity, default_database_path, default_socket_path
+from .paths import (
+    candidate_sockets, check_regular_file, database_identity, default_database_path, default_socket_path,
+)
 from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
 
@@ -52,6 +54,8 @@ class Target:
         self._url = location if is_postgres_url(location) else None
         self.db_path: Union[str, Path] = location if self._url else Path(location)
         self.database = database_identity(location)
+        if self._url is None:
+            check_regular_file(self.database)
         self.explicit_socket = socket_path is not None
         self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(location)
         self.timeout = float(timeout)

@@ -56,6 +56,11 @@ class ClosedError(SessionDBError):
     """The handle was closed."""
 
 
+class FilePermissionError(SessionDBError, PermissionError):
+    """PERMISSION: the database (or its -wal, -shm, -journal) belongs to another user or others
+    may write it, so sessiondb does not write it (it may still be read)."""
+
+
 _CLASSES: Dict[str, Type[SessionDBError]] = {
     "INVALID_ARGUMENT": InvalidArgumentError,
     "TITLE_TOO_LONG": TitleTooLongError,
@@ -65,6 +70,7 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
     "OUTCOME_UNKNOWN": OutcomeUnknownError,
     "TIMEOUT": DeadlineError,
     "CLOSED": ClosedError,
+    "PERMISSION": FilePermissionError,
 }
 
 

@@ -7,7 +7,7 @@ import os
 import stat
 from typing import List, Mapping, Optional
 
-from .errors import UntrustedSocketError
+from .errors import InvalidArgumentError, UntrustedSocketError
 from .home import hermes_home, refuse_tilde
 from .pg_url import is_postgres_url, pg_identity
 
@@ -47,6 +47,25 @@ def database_identity(location: str) -> str:
     """What a daemon says it serves and a client checks: a file's real path, or a PostgreSQL
     database's identity (never its password)."""
     return pg_identity(location) if is_postgres_url(location) else real_database_path(location)
+
+
+def check_regular_file(path: str) -> None:
+    """Raises INVALID_ARGUMENT when ``path`` (a file's real path) names something other than a
+    regular file: a FIFO, a device (/dev/null), a socket or a directory is no database, and
+    autostart would create its lock and log beside it. The same words as the TypeScript side."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing (a daemon creates it) or unreadable (the daemon says why)
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    fix = (f"give the file, e.g. {os.path.join(path, 'state.db')}" if stat.S_ISDIR(mode)
+           else "give the path of a database file (a missing one is created), or a postgres:// URL")
+    raise InvalidArgumentError(
+        "INVALID_ARGUMENT", f"{path} is {kind}, not a database file: sessiondb opens only regular files; {fix}")
 
 
 def private_runtime_dir(env: Optional[Mapping[str, str]] = None) -> str:

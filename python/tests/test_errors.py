@@ -13,8 +13,8 @@ import pytest
 
 from fake_daemon import FakeDaemon, hello_ok
 from sessiondb import (
-    AsyncSessionDB, DeadlineError, OutcomeUnknownError, SessionDB, SessionDBError, UnavailableError,
-    UntrustedSocketError,
+    AsyncSessionDB, DeadlineError, InvalidArgumentError, OutcomeUnknownError, SessionDB, SessionDBError,
+    UnavailableError, UntrustedSocketError,
 )
 from sessiondb.connection import GRACE_S
 from sessiondb.paths import real_database_path
@@ -60,6 +60,21 @@ def listening_socket(path: str) -> socket.socket:
     server.bind(path)
     server.listen(1)
     return server
+
+
+def test_a_fifo_a_device_or_a_directory_as_the_database_is_invalid_argument_and_nothing_is_created(tmp: Path, bin_env: Path):
+    fifo = tmp / "state.db"
+    os.mkfifo(fifo)
+    beside = [".sock", ".autostart-lock", ".daemon.log", "-journal", ".daemon-lock"]
+    for path, kind in [(fifo, "a FIFO (named pipe)"), (Path("/dev/null"), "a character device"), (tmp, "a directory")]:
+        existed = {suffix for suffix in beside if os.path.exists(f"{path}{suffix}")}
+        for make in (lambda: SessionDB(path, autostart=True), lambda: asyncio.run(AsyncSessionDB(path).connect())):
+            with pytest.raises(InvalidArgumentError) as caught:
+                make()
+            assert caught.value.code == "INVALID_ARGUMENT"
+            assert str(caught.value).startswith(f"{path} is {kind}, not a database file")
+        assert {suffix for suffix in beside if os.path.exists(f"{path}{suffix}")} == existed, "nothing created beside it"
+    assert [name for name in os.listdir(tmp) if name.startswith("state.db")] == ["state.db"]
 
 
 def test_a_socket_in_a_directory_others_may_write_is_refused(tmp: Path):

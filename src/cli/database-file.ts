@@ -4,9 +4,10 @@
  * serves it: in mode "auto" this process opens the file itself whenever no daemon answers, or
  * when the daemon goes away mid-command. Its wording speaks the CLI's `--db`, so it lives here.
  */
-import { accessSync, constants, statSync, type Stats } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { accessSync, constants, existsSync, statSync, type Stats } from "node:fs";
+import { basename, dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
+import { checkRegularFile } from "../regular-file.js";
 
 function can(path: string, mode: number): boolean {
   try {
@@ -28,19 +29,15 @@ function statOrNull(path: string): Stats | null {
 const who = () => `this user (uid ${process.getuid?.() ?? "?"})`;
 
 /**
- * Fails with `IO`, naming `path` and the fix, when the file is a directory, cannot be read or
- * written, or its directory cannot hold the `-wal` and `-shm` files SQLite keeps beside it (or,
- * for a file still to be created, the file itself).
+ * Fails, naming `path` and the fix, when it is not a regular file (`INVALID_ARGUMENT`), or with
+ * `IO` when it cannot be read or written, or its directory cannot hold the `-wal` and `-shm` files
+ * SQLite keeps beside it (or, for a file still to be created, the file itself). Another user's
+ * file needs only to be readable: it is opened read-only, its writes refused (PERMISSION).
  */
 export function checkDatabaseFile(path: string): void {
+  checkRegularFile(path);
   const stat = statOrNull(path);
   const dir = dirname(path);
-  if (stat?.isDirectory()) {
-    throw new SessionDBError(
-      "IO",
-      `${path} is a directory, not a database file: give the file, e.g. --db ${join(path, "state.db")} (or set $SESSIONDB_PATH)`,
-    );
-  }
   if (stat !== null && !can(path, constants.R_OK)) {
     throw new SessionDBError(
       "IO",
@@ -48,7 +45,10 @@ export function checkDatabaseFile(path: string): void {
         `(chown or chmod u+rw ${path}), or run sessiondb as its owner`,
     );
   }
-  if (stat !== null && !can(path, constants.W_OK)) {
+  // Another user's file is opened read-only: it needs no write access, only a -shm to read it by.
+  const othersFile = stat !== null && stat.uid !== process.geteuid?.();
+  if (othersFile && existsSync(`${path}-shm`)) return;
+  if (!othersFile && stat !== null && !can(path, constants.W_OK)) {
     throw new SessionDBError(
       "IO",
       `cannot write ${path}: permission denied for ${who()} (sessiondb writes the file even to read it: WAL mode); ` +

@@ -1,4 +1,6 @@
 import { availableParallelism } from "node:os";
+import { isPostgresUrl } from "../pg/pg-url.js";
+import { checkRegularFile } from "../regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
@@ -84,6 +86,7 @@ function positive(value: number | undefined, name: string, fallback: number): nu
 /** Every default applied and every value checked, once, where the options enter. */
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
   const real = realDatabasePath(options.path ?? defaultDatabasePath());
+  if (!isPostgresUrl(real)) checkRegularFile(real);
   const files = databaseFiles(real, options.socketPath);
   const synchronous = options.synchronous ?? "FULL";
   if (synchronous !== "FULL" && synchronous !== "NORMAL") throw invalidArgument("synchronous must be FULL or NORMAL");

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
+import { writeRefusal } from "../engine/file-ownership.js";
 import { makePrivateDir } from "../engine/private-files.js";
 import type { DaemonStats } from "../protocol/control.js";
 import { VERSION } from "../version.js";
@@ -90,7 +91,12 @@ export class Daemon {
     const postgres = isPostgresUrl(resolved.path);
     // A PostgreSQL database's lock and socket sit in the private runtime directory (clients never create it).
     if (postgres) privateRuntimeDir();
-    else makePrivateDir(dirname(resolved.path));
+    else {
+      // Before anything is created beside it: another user's file (or one others may write) is never served.
+      const notOurs = writeRefusal(resolved.path);
+      if (notOurs !== null) throw new SessionDBError("PERMISSION", `cannot serve: ${notOurs.message}`);
+      makePrivateDir(dirname(resolved.path));
+    }
     const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let engine: DaemonEngine | undefined;
     try {

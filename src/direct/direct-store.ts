@@ -26,17 +26,20 @@ export class DirectStore extends Store {
   readonly daemon = null;
   readonly #options: ResolvedOptions;
   #db: Connection | null;
-  /** The file's schema version when a newer Hermes made it: then every write fails with SCHEMA. */
-  readonly #newerVersion: number | null;
+  /**
+   * Why every write fails, when the connection is read-only: a newer Hermes made the file
+   * (SCHEMA), or it is not this user's to write (PERMISSION, engine/file-ownership.ts).
+   */
+  readonly #writeRefusal: ((op: string) => SessionDBError) | null;
   #writesSinceCheckpoint = 0;
   readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
 
-  private constructor(db: Connection, options: ResolvedOptions, newerVersion: number | null) {
+  private constructor(db: Connection, options: ResolvedOptions, writeRefusal: ((op: string) => SessionDBError) | null) {
     super(options.files);
     this.#db = db;
     this.#options = options;
-    this.#newerVersion = newerVersion;
+    this.#writeRefusal = writeRefusal;
   }
 
   /**
@@ -46,12 +49,18 @@ export class DirectStore extends Store {
   static open(options: ResolvedOptions): DirectStore {
     try {
       if (options.create) makePrivateDir(dirname(options.path));
-      const { db, newerVersion } = openDatabase(options.path, {
+      const { db, newerVersion, notOurs } = openDatabase(options.path, {
         busyTimeoutMs: options.busyTimeoutMs,
         retry: options.retry,
         create: options.create,
+        readOnlyIfNotOurs: true,
       });
-      return new DirectStore(db, options, newerVersion);
+      const refusal = notOurs !== null
+        ? (op: string) => new SessionDBError("PERMISSION", `${op} refused: ${notOurs.message}`)
+        : newerVersion !== null
+          ? (op: string) => newerSchemaError(options.path, newerVersion, op)
+          : null;
+      return new DirectStore(db, options, refusal);
     } catch (err) {
       throw toSessionDBError(err);
     }
@@ -62,7 +71,7 @@ export class DirectStore extends Store {
     const { kind, params } = parseCall(name, args);
     // The engine's table returns what the catalogue says this operation returns.
     const run = () => runOperation(db, name, params) as ResultOf<K>;
-    if (kind === "write" && this.#newerVersion !== null) throw newerSchemaError(this.#options.path, this.#newerVersion, name);
+    if (kind === "write" && this.#writeRefusal !== null) throw this.#writeRefusal(name);
     if (kind === "read") return this.#withRetry(run, false);
     return this.#writes.run(() => this.#withRetry(run, true));
   }
@@ -83,7 +92,7 @@ export class DirectStore extends Store {
       const db = this.#db;
       this.#db = null;
       if (db === null) return;
-      if (this.#newerVersion === null) checkpoint(db);
+      if (this.#writeRefusal === null) checkpoint(db);
       db.close();
     });
     return this.#closed;
