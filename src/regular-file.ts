@@ -32,3 +32,16 @@ export function checkRegularFile(path: string): void {
     : "give the path of a database file (a missing one is created), or a postgres:// URL";
   throw invalidArgument(`${path} is ${kind}, not a database file: sessiondb opens only regular files; ${fix}`);
 }
+
+/**
+ * Fails with INVALID_ARGUMENT when `path` exists and is not a regular file (links followed):
+ * an output that is written under a temporary name and renamed onto `path` (a backup, `export
+ * -o`) would replace a device such as /dev/null with a regular file, for every user.
+ */
+export function checkReplaceableFile(path: string, what: string): void {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat === undefined || stat.isFile()) return;
+  throw invalidArgument(
+    `${path} is ${kindOf(stat)}: ${what} is written beside it and renamed onto it, which would replace it; give the path of a regular file`,
+  );
+}

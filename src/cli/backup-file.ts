@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, constants, existsSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "../errors.js";
+import { checkReplaceableFile } from "../regular-file.js";
 import { verifyCopy, type CopyReport } from "../engine/verify-copy.js";
 import { backupDirect } from "../direct/direct-maintenance.js";
 import type { BackupResult } from "../protocol/control.js";
@@ -77,6 +78,7 @@ function destinationFile(database: string, destination: string): string {
   let file = resolve(destination);
   if (existsSync(file) && statSync(file).isDirectory()) file = join(file, basename(database));
   if (!existsSync(dirname(file))) throw new SessionDBError("IO", `cannot write the backup ${file}: its directory ${dirname(file)} does not exist`);
+  checkReplaceableFile(file, "the backup");
   const real = existsSync(file) ? realpathSync(file) : join(realpathSync(dirname(file)), basename(file));
   if (real === database || real.startsWith(`${database}-`)) {
     throw new SessionDBError("INVALID_ARGUMENT", `${destination} is the database itself (or one of its files): give another path for the backup`);

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -70,4 +70,20 @@ test("a socket and a directory: refused naming what they are, nothing created be
   await refusedEverywhere(t, folder, "a directory", [["list"], ["import", "-"]]);
   assert.deepEqual(readdirSync(folder), []);
   assert.deepEqual(readdirSync(dir).sort(), ["folder", "state.db"]);
+});
+
+test("backup DEST and export -o FILE at a device or FIFO refuse with INVALID_ARGUMENT: renaming the new file onto it would replace the device", async (t) => {
+  const dir = shortTempDir(t);
+  const db = join(dir, "state.db");
+  assert.equal((await runCli(db, ["import", "-"], { input: LINE })).code, 0);
+  // A private twin of /dev/null (root may make one), else a FIFO: what a failing run replaces is the test's own.
+  const device = join(dir, "null");
+  const made = process.getuid?.() === 0 && spawnSync("mknod", ["-m", "666", device, "c", "1", "3"]).status === 0;
+  if (!made) assert.equal(spawnSync("mkfifo", [device]).status, 0);
+  const kind = made ? "a character device" : "a FIFO (named pipe)";
+  assertFails(await runCli(db, ["backup", device]), 1, `error INVALID_ARGUMENT: ${device} is ${kind}: the backup is written beside it`);
+  assertFails(await runCli(db, ["export", "-o", device]), 1, `error INVALID_ARGUMENT: ${device} is ${kind}: the export is written beside it`);
+  const stat = statSync(device);
+  assert.ok(made ? stat.isCharacterDevice() : stat.isFIFO(), "still what it was");
+  assert.deepEqual(readdirSync(dir).filter((name) => name.includes("partial")), [], "no temporary file left");
 });

@@ -8,6 +8,7 @@ import type { Writable } from "node:stream";
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
+import { checkReplaceableFile } from "../../regular-file.js";
 import type { SessionDB, SessionExport } from "../../session-db.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { plural } from "../format.js";
@@ -43,6 +44,7 @@ export function registerExport(program: Command): void {
           return;
         }
         const file = resolve(opts.output);
+        checkReplaceableFile(file, "the export");
         const bar = process.stderr.isTTY && ref === undefined ? await progressBar(db, opts.source) : null;
         const counts = await writeFileAtomically(file, (stream) => writeSessions(sessions, stream, bar));
         const report: ExportReport = { ...counts, file };
