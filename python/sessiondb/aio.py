@@ -178,6 +178,20 @@ class AsyncSessionDB(Operations):
     def socket_path(self) -> str:
         return self._target.socket_path
 
+    def _result(self, value: Any) -> Any:
+        """A result the reference gives without a matching row, as an awaitable."""
+        async def known() -> Any:
+            if self._closed:
+                raise ClosedError("CLOSED", "this AsyncSessionDB is closed")
+            return value
+        return known()
+
+    def _then(self, done: Any, value: Any) -> Any:
+        async def then() -> Any:
+            await done
+            return value
+        return then()
+
     async def connect(self) -> "AsyncSessionDB":
         await self._connected(time.monotonic() + self._target.timeout)
         return self

@@ -4,12 +4,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
 
 from .autostart import start_daemon
 from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
+from .file_connection import FileConnection
 from .operations import READ, Operations
 from .paths import (
     candidate_sockets, check_regular_file, database_identity, default_database_path, default_socket_path,
@@ -163,25 +165,108 @@ class Attempts:
         return self._target.no_daemon(f"the connection kept failing during {self._op}")
 
 
+# Every open handle, so that a forked child can drop the connections it inherited.
+_handles: "weakref.WeakSet[SessionDB]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for handle in list(_handles):
+        handle._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class SessionDB(Operations):
     """The session store of a Hermes agent, served by the sessiondb daemon. Thread-safe: every
-    thread may call at once; the calls share one pipelined connection."""
+    thread may call at once; the calls share one pipelined connection. Fork-safe: a child
+    process that goes on using the handle connects anew (the parent's connection stays the
+    parent's)."""
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
                  timeout: float = 30.0, autostart: bool = True) -> None:
         self._target = Target(db_path, socket_path, timeout, autostart)
         self.db_path = self._target.db_path
+        # The reference's lock, for callers that hold it around ``_conn`` (upstream's ACP
+        # adapter); this class's own state has a lock of its own, so holding it blocks no call.
         self._lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._file = FileConnection(self._target.database, self._target.timeout)
         self._connection: Optional[Connection] = None
         self._closed = False
+        _handles.add(self)
         self._connected(time.monotonic() + self._target.timeout)
 
     @property
     def socket_path(self) -> str:
         return self._target.socket_path
 
+    @property
+    def _conn(self) -> Any:
+        """The reference's private ``sqlite3.Connection`` to the file, opened on first use (see
+        file_connection.py); None after ``close()``, as the reference's."""
+        if self._closed:
+            return None
+        return self._file.get()
+
+    # The reference's write helper, for code that calls it past the public API: ``fn(conn)``
+    # inside BEGIN IMMEDIATE on ``_conn``, retried with 20-150 ms of jitter while the file is
+    # locked, 15 attempts, under ``_lock``.
+    _WRITE_MAX_RETRIES = 15
+    _WRITE_RETRY_MIN_S = 0.020
+    _WRITE_RETRY_MAX_S = 0.150
+
+    def _execute_write(self, fn: Any) -> Any:
+        import random
+        import sqlite3
+
+        conn = self._file.get()
+        last: Optional[Exception] = None
+        for attempt in range(self._WRITE_MAX_RETRIES):
+            try:
+                with self._lock:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = fn(conn)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                return result
+            except sqlite3.OperationalError as err:
+                text = str(err).lower()
+                if ("locked" in text or "busy" in text) and attempt < self._WRITE_MAX_RETRIES - 1:
+                    last = err
+                    time.sleep(random.uniform(self._WRITE_RETRY_MIN_S, self._WRITE_RETRY_MAX_S))
+                    continue
+                raise
+        raise last or sqlite3.OperationalError("database is locked after max retries")
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child (os.register_at_fork): the inherited socket is the parent's
+        connection; its reader thread did not survive the fork, and a request sent on it would
+        interleave with the parent's. The child closes its copy of the descriptor (no shutdown,
+        which would end the parent's connection too) and connects anew at its next call."""
+        self._lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.abandon_after_fork()
+        self._file.forget_after_fork()
+
+    def _result(self, value: Any) -> Any:
+        """A result the reference gives without a matching row: no round trip."""
+        if self._closed:
+            raise ClosedError("CLOSED", "this SessionDB is closed")
+        return value
+
+    def _then(self, done: Any, value: Any) -> Any:
+        return value
+
     def _connected(self, deadline: float) -> Connection:
-        with self._lock:
+        with self._state_lock:
             if self._closed:
                 raise ClosedError("CLOSED", "this SessionDB is closed")
             if self._connection is None or self._connection.lost:
@@ -217,13 +302,15 @@ class SessionDB(Operations):
             connection.close()
 
     def close(self) -> None:
-        """Waits for calls in flight, then closes the connection. Idempotent."""
-        with self._lock:
+        """Waits for calls in flight, then closes the connection (and ``_conn``). Idempotent."""
+        with self._state_lock:
             self._closed = True
             connection, self._connection = self._connection, None
         if connection is not None:
             connection.wait_idle()
             connection.close()
+        self._file.close()
+        _handles.discard(self)
 
     def __enter__(self) -> "SessionDB":
         return self

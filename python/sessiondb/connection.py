@@ -266,6 +266,15 @@ class Connection:
             while self._pending and not self.lost:
                 self._idle.wait()
 
+    def abandon_after_fork(self) -> None:
+        """In a forked child: closes this process's copy of the socket, nothing more (the
+        reader thread is the parent's; shutting the socket down would end its connection)."""
+        self.lost = True
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
     def close(self) -> None:
         self._lose()
         self._sock.close()

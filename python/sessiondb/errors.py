@@ -1,5 +1,7 @@
-"""The coded errors of sessiondb (the same codes as the daemon's), with the Python types the
-reference ``hermes_state.SessionDB`` raises, so code that catches those keeps working."""
+"""The coded errors of sessiondb (the same codes as the daemon's), each also an instance of the
+class the reference ``hermes_state.SessionDB`` raises in that situation (``ValueError``,
+``sqlite3.IntegrityError``, ``sqlite3.OperationalError`` "database is locked",
+``sqlite3.ProgrammingError`` after close), so code that catches those keeps working."""
 from __future__ import annotations
 
 import sqlite3
@@ -10,11 +12,19 @@ class SessionDBError(Exception):
     """Every failure of the client: ``code`` is one of the stable codes of the protocol."""
 
     code = "INTERNAL"
+    # The message SQLite gives the reference in the same situation, put first (callers test
+    # ``"locked" in str(err)``), and its result code (``sqlite3.Error.sqlite_errorcode``).
+    sqlite_message = ""
+    sqlite_code = None
 
     def __init__(self, code: str, message: str) -> None:
+        if self.sqlite_message and not message.startswith(self.sqlite_message):
+            message = f"{self.sqlite_message}: {message}"
         super().__init__(message)
         self.code = code
         self.message = message
+        if self.sqlite_code is not None:
+            self.sqlite_errorcode, self.sqlite_errorname = self.sqlite_code
 
     def __str__(self) -> str:
         return self.message
@@ -36,24 +46,55 @@ class ConstraintError(SessionDBError, sqlite3.IntegrityError):
     """Unknown parent, append to a missing session (the reference lets IntegrityError through)."""
 
 
-class UnavailableError(SessionDBError):
-    """No daemon answers for the file (and none could be started), or it was lost mid-call."""
+# SQLite's result codes, as the reference's sqlite3 errors carry them.
+SQLITE_BUSY = (5, "SQLITE_BUSY")
+LOCKED = "database is locked"
+
+
+class UnavailableError(SessionDBError, sqlite3.OperationalError):
+    """No daemon answers for the file (and none could be started), or it was lost mid-call
+    (where the reference could not open or use the file: ``sqlite3.OperationalError``)."""
 
 
 class UntrustedSocketError(UnavailableError):
     """The socket or its directory could be replaced by another user: the client refuses it."""
 
 
-class OutcomeUnknownError(SessionDBError):
-    """The client's deadline passed while the daemon held a write: it may or may not be applied."""
+class OutcomeUnknownError(SessionDBError, sqlite3.OperationalError):
+    """The client's deadline passed while the daemon held a write: it may or may not be applied
+    (the reference's write would have given up on the lock: ``sqlite3.OperationalError``)."""
 
 
-class DeadlineError(SessionDBError, TimeoutError):
-    """A request outlived its deadline and was not applied (a read, or a write never started)."""
+class DeadlineError(SessionDBError, TimeoutError, sqlite3.OperationalError):
+    """A request outlived its deadline and was not applied (a read, or a write never started):
+    where the reference waits on the lock until "database is locked"."""
+
+    sqlite_message = LOCKED
+    sqlite_code = SQLITE_BUSY
 
 
-class ClosedError(SessionDBError):
-    """The handle was closed."""
+class BusyError(SessionDBError, sqlite3.OperationalError):
+    """The file's write lock stayed taken (by a process bypassing the daemon) past the retries."""
+
+    sqlite_message = LOCKED
+    sqlite_code = SQLITE_BUSY
+
+
+class OverloadedError(SessionDBError, sqlite3.OperationalError):
+    """The daemon's queue is full: the call was not applied (the reference: a lock it waited on)."""
+
+    sqlite_message = LOCKED
+    sqlite_code = SQLITE_BUSY
+
+
+class ClosedError(SessionDBError, sqlite3.ProgrammingError):
+    """The handle was closed (``sqlite3.ProgrammingError``, as a closed sqlite3 connection)."""
+
+    sqlite_message = "Cannot operate on a closed database"
+
+
+class NoFileConnectionError(SessionDBError, sqlite3.NotSupportedError):
+    """``db._conn`` asked of a handle on a PostgreSQL database, which has no SQLite file."""
 
 
 class FilePermissionError(SessionDBError, PermissionError):
@@ -71,6 +112,8 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
     "TIMEOUT": DeadlineError,
     "CLOSED": ClosedError,
     "PERMISSION": FilePermissionError,
+    "BUSY": BusyError,
+    "OVERLOADED": OverloadedError,
 }
 
 

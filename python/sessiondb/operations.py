@@ -5,33 +5,57 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .errors import ConstraintError
 from .protocol import optional
+from .reference_args import addend, integer, limit as limit_arg, number, offset as offset_arg, text, text_list
 from .text import contains_cjk, sanitize_fts5_query, sanitize_title
 
 READ = "read"
 WRITE = "write"
 
 
+def not_null(column: str) -> ConstraintError:
+    """What SQLite tells the reference when it inserts NULL into a NOT NULL column."""
+    return ConstraintError("CONSTRAINT", f"NOT NULL constraint failed: {column}")
+
+
 class Operations:
-    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args)``."""
+    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args)`` and
+    ``_result(value)`` (a result known without asking the daemon, as ``_call`` returns one).
+
+    Arguments go through the reference's rules first (reference_args): what sqlite3 would bind
+    and store for the reference is what is sent. A session id of None matches no row in the
+    reference's ``WHERE id = ?``, so those calls give the reference's "no such session" result
+    without a round trip."""
 
     # -- sessions ---------------------------------------------------------------------------
 
     def create_session(self, session_id: str, source: str, model: Optional[str] = None,
                        model_config: Optional[dict] = None, system_prompt: Optional[str] = None,
                        user_id: Optional[str] = None, parent_session_id: Optional[str] = None) -> Any:
-        opts = optional(model=model, modelConfig=model_config, systemPrompt=system_prompt,
-                        userId=user_id, parentSessionId=parent_session_id)
-        return self._call("createSession", WRITE, [session_id, source, opts])
+        if source is None:
+            raise not_null("sessions.source")
+        opts = optional(model=text(model, "model"), modelConfig=model_config,
+                        systemPrompt=text(system_prompt, "system_prompt"), userId=text(user_id, "user_id"),
+                        parentSessionId=text(parent_session_id, "parent_session_id"))
+        # The reference returns the id it was given (an int stays an int).
+        return self._then(self._call("createSession", WRITE, [text(session_id, "session_id"), text(source, "source"), opts]),
+                          session_id)
 
     def end_session(self, session_id: str, end_reason: str) -> Any:
-        return self._call("endSession", WRITE, [session_id, end_reason])
+        if session_id is None:
+            return self._result(None)
+        return self._call("endSession", WRITE, [text(session_id, "session_id"), text(end_reason, "end_reason")])
 
     def reopen_session(self, session_id: str) -> Any:
-        return self._call("reopenSession", WRITE, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("reopenSession", WRITE, [text(session_id, "session_id")])
 
     def update_system_prompt(self, session_id: str, system_prompt: str) -> Any:
-        return self._call("updateSystemPrompt", WRITE, [session_id, system_prompt])
+        if session_id is None:
+            return self._result(None)
+        return self._call("updateSystemPrompt", WRITE, [text(session_id, "session_id"), text(system_prompt, "system_prompt")])
 
     def update_token_counts(self, session_id: str, input_tokens: Optional[int] = 0,
                             output_tokens: Optional[int] = 0, model: Optional[str] = None,
@@ -44,55 +68,84 @@ class Operations:
                             billing_base_url: Optional[str] = None,
                             billing_mode: Optional[str] = None, absolute: bool = False) -> Any:
         # An explicit None token count is sent as null: it writes NULL, as the reference's SQL does.
+        # Counts are added (``col + ?``) or, with absolute, stored (``col = ?``), each by SQLite's rule.
+        count = integer if absolute else addend
         usage = {
-            "inputTokens": input_tokens, "outputTokens": output_tokens,
-            "cacheReadTokens": cache_read_tokens, "cacheWriteTokens": cache_write_tokens,
-            "reasoningTokens": reasoning_tokens,
-            **optional(model=model, estimatedCostUsd=estimated_cost_usd, actualCostUsd=actual_cost_usd,
-                       costStatus=cost_status, costSource=cost_source, pricingVersion=pricing_version,
-                       billingProvider=billing_provider, billingBaseUrl=billing_base_url,
-                       billingMode=billing_mode),
+            "inputTokens": count(input_tokens, "input_tokens"), "outputTokens": count(output_tokens, "output_tokens"),
+            "cacheReadTokens": count(cache_read_tokens, "cache_read_tokens"),
+            "cacheWriteTokens": count(cache_write_tokens, "cache_write_tokens"),
+            "reasoningTokens": count(reasoning_tokens, "reasoning_tokens"),
+            **optional(model=text(model, "model"), estimatedCostUsd=number(estimated_cost_usd, "estimated_cost_usd"),
+                       actualCostUsd=number(actual_cost_usd, "actual_cost_usd"),
+                       costStatus=text(cost_status, "cost_status"), costSource=text(cost_source, "cost_source"),
+                       pricingVersion=text(pricing_version, "pricing_version"),
+                       billingProvider=text(billing_provider, "billing_provider"),
+                       billingBaseUrl=text(billing_base_url, "billing_base_url"),
+                       billingMode=text(billing_mode, "billing_mode")),
         }
-        return self._call("updateTokenCounts", WRITE, [session_id, usage, {"absolute": bool(absolute)}])
+        if session_id is None:
+            return self._result(None)
+        return self._call("updateTokenCounts", WRITE, [text(session_id, "session_id"), usage, {"absolute": bool(absolute)}])
 
     def ensure_session(self, session_id: str, source: str = "unknown", model: Optional[str] = None) -> Any:
-        return self._call("ensureSession", WRITE, [session_id, source, model])
+        if source is None:
+            raise not_null("sessions.source")
+        return self._call("ensureSession", WRITE, [text(session_id, "session_id"), text(source, "source"), text(model, "model")])
 
     def get_session(self, session_id: str) -> Any:
-        return self._call("getSession", READ, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("getSession", READ, [text(session_id, "session_id")])
 
     def resolve_session_id(self, session_id_or_prefix: str) -> Any:
-        return self._call("resolveSessionId", READ, [session_id_or_prefix])
+        if session_id_or_prefix is None:
+            # The reference: get_session(None) finds nothing, then None.replace(...).
+            raise AttributeError("'NoneType' object has no attribute 'replace'")
+        return self._call("resolveSessionId", READ, [text(session_id_or_prefix, "session_id_or_prefix")])
 
     # -- titles -----------------------------------------------------------------------------
 
+    MAX_TITLE_LENGTH = 100
     sanitize_title = staticmethod(sanitize_title)
 
     def set_session_title(self, session_id: str, title: Optional[str]) -> Any:
-        return self._call("setSessionTitle", WRITE, [session_id, title])
+        # The reference cleans the title first: a title that is no string raises its TypeError,
+        # one too long its ValueError, before anything else.
+        sanitize_title(title)
+        if session_id is None:
+            return self._result(False)
+        return self._call("setSessionTitle", WRITE, [text(session_id, "session_id"), title if title else None])
 
     def get_session_title(self, session_id: str) -> Any:
-        return self._call("getSessionTitle", READ, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("getSessionTitle", READ, [text(session_id, "session_id")])
 
     def get_session_by_title(self, title: str) -> Any:
-        return self._call("getSessionByTitle", READ, [title])
+        if title is None:
+            return self._result(None)
+        return self._call("getSessionByTitle", READ, [text(title, "title")])
 
     def resolve_session_by_title(self, title: str) -> Any:
-        return self._call("resolveSessionByTitle", READ, [title])
+        return self._call("resolveSessionByTitle", READ, [text(title, "title")])
 
     def get_next_title_in_lineage(self, base_title: str) -> Any:
-        return self._call("getNextTitleInLineage", READ, [base_title])
+        return self._call("getNextTitleInLineage", READ, [text(base_title, "base_title")])
 
     # -- listing ----------------------------------------------------------------------------
 
     def get_compression_tip(self, session_id: str) -> Any:
-        return self._call("getCompressionTip", READ, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("getCompressionTip", READ, [text(session_id, "session_id")])
 
     def list_sessions_rich(self, source: Optional[str] = None, exclude_sources: Optional[list] = None,
                            limit: int = 20, offset: int = 0, include_children: bool = False,
                            project_compression_tips: bool = True) -> Any:
-        opts = optional(source=source, excludeSources=exclude_sources, limit=limit, offset=offset,
-                        includeChildren=include_children, projectCompressionTips=project_compression_tips)
+        opts = optional(source=text(source, "source") if source else None,
+                        excludeSources=text_list(exclude_sources, "exclude_sources"),
+                        limit=limit_arg(limit, "limit"), offset=offset_arg(offset, "offset"),
+                        includeChildren=bool(include_children), projectCompressionTips=bool(project_compression_tips))
         return self._call("listSessionsRich", READ, [opts])
 
     # -- messages ---------------------------------------------------------------------------
@@ -102,17 +155,26 @@ class Operations:
                        tool_call_id: Optional[str] = None, token_count: Optional[int] = None,
                        finish_reason: Optional[str] = None, reasoning: Optional[str] = None,
                        reasoning_details: Any = None, codex_reasoning_items: Any = None) -> Any:
-        msg = optional(role=role, content=content, toolName=tool_name, toolCalls=tool_calls,
-                       toolCallId=tool_call_id, tokenCount=token_count, finishReason=finish_reason,
-                       reasoning=reasoning, reasoningDetails=reasoning_details,
-                       codexReasoningItems=codex_reasoning_items)
-        return self._call("appendMessage", WRITE, [session_id, msg])
+        if session_id is None:
+            raise not_null("messages.session_id")
+        if role is None:
+            raise not_null("messages.role")
+        msg = optional(role=text(role, "role"), content=text(content, "content"), toolName=text(tool_name, "tool_name"),
+                       toolCalls=tool_calls, toolCallId=text(tool_call_id, "tool_call_id"),
+                       tokenCount=integer(token_count, "token_count"),
+                       finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"),
+                       reasoningDetails=reasoning_details, codexReasoningItems=codex_reasoning_items)
+        return self._call("appendMessage", WRITE, [text(session_id, "session_id"), msg])
 
     def get_messages(self, session_id: str) -> Any:
-        return self._call("getMessages", READ, [session_id])
+        if session_id is None:
+            return self._result([])
+        return self._call("getMessages", READ, [text(session_id, "session_id")])
 
     def get_messages_as_conversation(self, session_id: str) -> Any:
-        return self._call("getMessagesAsConversation", READ, [session_id])
+        if session_id is None:
+            return self._result([])
+        return self._call("getMessagesAsConversation", READ, [text(session_id, "session_id")])
 
     # -- search -----------------------------------------------------------------------------
 
@@ -122,29 +184,47 @@ class Operations:
     def search_messages(self, query: str, source_filter: Optional[list] = None,
                         exclude_sources: Optional[list] = None, role_filter: Optional[list] = None,
                         limit: int = 20, offset: int = 0) -> Any:
-        opts = optional(sourceFilter=source_filter, excludeSources=exclude_sources,
-                        roleFilter=role_filter, limit=limit, offset=offset)
-        return self._call("searchMessages", READ, [query, opts])
+        # The reference: ``if not query or not query.strip(): return []``.
+        if not query or not query.strip():
+            return self._result([])
+        opts = optional(sourceFilter=text_list(source_filter, "source_filter"),
+                        excludeSources=text_list(exclude_sources, "exclude_sources"),
+                        roleFilter=text_list(role_filter, "role_filter"),
+                        limit=limit_arg(limit, "limit"), offset=offset_arg(offset, "offset"))
+        return self._call("searchMessages", READ, [text(query, "query"), opts])
 
     def search_sessions(self, source: Optional[str] = None, limit: int = 20, offset: int = 0) -> Any:
-        return self._call("searchSessions", READ, [optional(source=source, limit=limit, offset=offset)])
+        opts = optional(source=text(source, "source") if source else None, limit=limit_arg(limit, "limit"),
+                        offset=offset_arg(offset, "offset"))
+        return self._call("searchSessions", READ, [opts])
 
+    # The reference's counts filter only on a truthy argument (``if source:``).
     def session_count(self, source: Optional[str] = None) -> Any:
-        return self._call("sessionCount", READ, [optional(source=source)])
+        return self._call("sessionCount", READ, [optional(source=text(source, "source") if source else None)])
 
     def message_count(self, session_id: Optional[str] = None) -> Any:
-        return self._call("messageCount", READ, [optional(sessionId=session_id)])
+        return self._call("messageCount", READ, [optional(sessionId=text(session_id, "session_id") if session_id else None)])
 
     # -- export and removal -----------------------------------------------------------------
 
     def export_session(self, session_id: str) -> Any:
-        return self._call("exportSession", READ, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("exportSession", READ, [text(session_id, "session_id")])
 
     def clear_messages(self, session_id: str) -> Any:
-        return self._call("clearMessages", WRITE, [session_id])
+        if session_id is None:
+            return self._result(None)
+        return self._call("clearMessages", WRITE, [text(session_id, "session_id")])
 
     def delete_session(self, session_id: str) -> Any:
-        return self._call("deleteSession", WRITE, [session_id])
+        if session_id is None:
+            return self._result(False)
+        return self._call("deleteSession", WRITE, [text(session_id, "session_id")])
 
     def prune_sessions(self, older_than_days: float = 90, source: Optional[str] = None) -> Any:
-        return self._call("pruneSessions", WRITE, [optional(olderThanDays=older_than_days, source=source)])
+        # The reference computes ``time.time() - older_than_days * 86400`` in Python first, so
+        # what that arithmetic refuses raises its TypeError here too.
+        0.0 - older_than_days * 86400
+        opts = optional(olderThanDays=float(older_than_days), source=text(source, "source") if source else None)
+        return self._call("pruneSessions", WRITE, [opts])

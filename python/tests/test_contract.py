@@ -407,14 +407,59 @@ def test_close_is_idempotent_and_calls_after_it_fail_closed(store):
         store.export_all()
 
 
-def test_wrong_argument_types_are_value_errors_and_write_nothing(store):
-    with pytest.raises(ValueError):
-        store.create_session(42, "cli")
-    with pytest.raises(ValueError):
-        store.append_message("s", "user", object())  # cannot be sent at all
-    with pytest.raises(InvalidArgumentError):
-        store.list_sessions_rich(limit=-1)
-    assert store.session_count() == 0
+def sqlite3_refusal(value):
+    """The class this interpreter's sqlite3 raises binding the value (the reference's error)."""
+    import sqlite3
+
+    try:
+        sqlite3.connect(":memory:").execute("SELECT ?", (value,))
+    except Exception as err:  # noqa: BLE001 - whichever class it is, is the expectation
+        return type(err)
+    raise AssertionError(f"sqlite3 binds {value!r}")
+
+
+def test_arguments_are_taken_and_stored_as_the_reference_binds_them(store):
+    # An int id is stored as the text '42' (TEXT affinity) and found by either spelling; the
+    # reference returns the id it was given.
+    assert store.create_session(42, "cli") == 42
+    assert store.get_session(42)["id"] == store.get_session("42")["id"] == "42"
+    store.append_message(42, "user", 7, token_count="5")
+    store.append_message("42", "assistant", "two", token_count=3.0)
+    contents = [(m["content"], m["token_count"]) for m in store.get_messages(42)]
+    assert contents == [("7", 5), ("two", 3)]
+    store.update_token_counts(42, input_tokens="5", output_tokens=2.0)
+    row = store.get_session("42")
+    assert (row["input_tokens"], row["output_tokens"]) == (5, 2)
+    # No row has a NULL id: the reference's WHERE id = NULL results, without an error.
+    assert store.get_session(None) is None and store.get_messages(None) == []
+    assert store.end_session(None, "x") is None and store.delete_session(None) is False
+    assert store.search_messages(None) == [] and store.search_messages("   ") == []
+    # SQLite's LIMIT -1 is no limit; a negative OFFSET is 0.
+    assert [s["id"] for s in store.list_sessions_rich(limit=-1, offset=-3)] == ["42"]
+    assert len(store.search_sessions(limit=-1)) == 1
+
+
+def test_arguments_the_reference_refuses_raise_its_classes_and_write_nothing(store):
+    import sqlite3
+
+    store.create_session("s", "cli")
+    for value in ({}, object()):
+        with pytest.raises(sqlite3_refusal(value)) as caught:
+            store.create_session(value, "cli")
+        assert isinstance(caught.value, ValueError) and caught.value.code == "INVALID_ARGUMENT"
+        with pytest.raises(sqlite3_refusal(value)):
+            store.append_message("s", "user", value)
+    with pytest.raises(OverflowError):
+        store.create_session(2 ** 64, "cli")
+    with pytest.raises(TypeError):
+        store.set_session_title("s", 5)  # the reference's title cleaning runs re.sub on it
+    with pytest.raises(sqlite3.IntegrityError):
+        store.append_message(None, "user", "x")  # messages.session_id is NOT NULL
+    with pytest.raises(sqlite3.IntegrityError):
+        store.create_session("t", None)  # sessions.source is NOT NULL
+    with pytest.raises(TypeError):
+        store.prune_sessions(older_than_days="5")
+    assert store.session_count() == 1 and store.message_count() == 0
 
 
 # -- where the engines differ (README "What differs from SQLite"; test/contract/engine-differences-contract.ts)
