@@ -90,6 +90,44 @@ def test_acp_updates_under_lock_do_not_block_other_threads_calls(db: SessionDB):
 
 
 @sqlite_only
+def test_rows_backdated_through_conn_are_pruned_by_the_daemon(db: SessionDB):
+    # The reference's own tests backdate sessions through db._conn, then prune.
+    db.create_session("old", "cli")
+    db.end_session("old", end_reason="done")
+    db._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (time.time() - 100 * 86400, "old"))
+    db._conn.commit()
+    db.create_session("new", "cli")
+    assert db.prune_sessions(older_than_days=90) == 1
+    assert db.get_session("old") is None and db.get_session("new")["id"] == "new"
+
+
+def test_an_older_reference_file_is_migrated_and_readable_through_conn(tmp: Path, start_daemon):
+    path = tmp / "old.db"
+    conn = sqlite3.connect(str(path))
+    conn.executescript(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);"
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, user_id TEXT, model TEXT,"
+        " model_config TEXT, system_prompt TEXT, parent_session_id TEXT, started_at REAL NOT NULL,"
+        " ended_at REAL, end_reason TEXT, message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0,"
+        " input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0);"
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,"
+        " content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL NOT NULL,"
+        " token_count INTEGER, finish_reason TEXT);"
+        "INSERT INTO sessions (id, source, started_at) VALUES ('existing', 'cli', 1000.0);"
+    )
+    conn.close()
+    start_daemon(path)
+    db = SessionDB(path, autostart=False)
+    try:
+        assert db._conn.execute("SELECT version FROM schema_version").fetchone()[0] == 6
+        assert db.get_session("existing")["title"] is None
+        assert db.set_session_title("existing", "Migrated Title") is True
+        assert db._conn.execute("SELECT title FROM sessions").fetchone()["title"] == "Migrated Title"
+    finally:
+        db.close()
+
+
+@sqlite_only
 def test_execute_write_is_the_references_write_helper(db: SessionDB):
     db.create_session("w", "cli")
     assert db._execute_write(lambda c: c.execute("UPDATE sessions SET title = 'x' WHERE id = 'w'").rowcount) == 1
@@ -111,10 +149,15 @@ def test_conn_is_none_after_close_and_calls_raise_programming_error(db: SessionD
         db.get_session(None)
 
 
-def test_conn_of_a_postgresql_database_is_a_clear_sqlite3_error():
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_conn_of_a_postgresql_database_is_a_clear_sqlite3_error(db: SessionDB):
+    db.create_session("s", "cli")
+    with pytest.raises(sqlite3.NotSupportedError) as caught:
+        db._conn
+    assert isinstance(caught.value, SessionDBError) and "PostgreSQL" in str(caught.value)
+    assert db.get_session("s")["id"] == "s", "the handle works on"
     with pytest.raises(sqlite3.NotSupportedError) as caught:
         FileConnection("postgresql://hermes:secret@db.example/hermes", 1.0).get()
-    assert isinstance(caught.value, SessionDBError) and "PostgreSQL" in str(caught.value)
     assert "secret" not in str(caught.value)
 
 
