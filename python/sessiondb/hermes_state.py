@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, TypeVar  # noqa: F401
 
 from . import client
+from .errors import SessionDBError
+from .home import home_dir
 from .paths import default_database_path
 from .pg_url import is_postgres_url
 
@@ -31,15 +33,21 @@ SCHEMA_VERSION = 6
 
 
 def get_hermes_home() -> Path:
-    """The Hermes home this client uses (``$HERMES_HOME``, else ``~/.hermes``), as a Path."""
-    env = {k: v for k, v in os.environ.items() if k != "SESSIONDB_PATH"}
-    return Path(default_database_path(env)).parent
+    """Upstream's ``get_hermes_home()``: ``$HERMES_HOME`` stripped, never ``~``-expanded, else
+    ``~/.hermes``."""
+    value = os.environ.get("HERMES_HOME", "").strip()
+    return Path(value) if value else Path(home_dir()) / ".hermes"
 
 
 def _default_location() -> Path:
-    """The file a SessionDB() opens: ``$SESSIONDB_PATH`` when it is a file, else the Hermes
-    home's state.db. A PostgreSQL ``$SESSIONDB_PATH`` is no file; SessionDB() still serves it."""
-    location = default_database_path()
+    """The file a SessionDB() opens: ``$SESSIONDB_PATH`` when it names a file, else the Hermes
+    home's state.db. A PostgreSQL ``$SESSIONDB_PATH`` is no file (SessionDB() still serves it);
+    a path the client refuses (a leading ``~``) is named as Hermes would name it, and SessionDB()
+    says why it refuses it: importing this module never fails."""
+    try:
+        location = default_database_path()
+    except SessionDBError:
+        return get_hermes_home() / "state.db"
     return get_hermes_home() / "state.db" if is_postgres_url(location) else Path(location)
 
 
