@@ -84,6 +84,8 @@ export class AutoStore extends Store {
       this.#current = direct;
       return direct;
     })();
+    // A daemon that still holds the file without answering (HeldFileError): the next call tries again.
+    this.#failover.catch(() => (this.#failover = null));
     return this.#failover;
   }
 }

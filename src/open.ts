@@ -1,6 +1,6 @@
 import { AutoStore } from "./auto-store.js";
 import { connectOrStart } from "./client/autostart.js";
-import { directOptions } from "./client/daemon-lookup.js";
+import { directOptions, HeldFileError } from "./client/daemon-lookup.js";
 import { openDirect } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
@@ -21,7 +21,8 @@ export async function openSessionDB(options: OpenOptions = {}): Promise<SessionD
     try {
       return new AutoStore(await connectOrStart(resolved), resolved);
     } catch (err) {
-      if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+      // A daemon holds the file but does not answer: no direct writer beside it.
+      if (toSessionDBError(err).code !== "UNAVAILABLE" || err instanceof HeldFileError) throw err;
       return await openDirect(await directOptions(resolved));
     }
   } catch (err) {

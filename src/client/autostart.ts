@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { DaemonClient } from "./daemon-client.js";
-import { findDaemon } from "./daemon-lookup.js";
+import { findDaemon, HeldFileError } from "./daemon-lookup.js";
 
 /** How long a started daemon has to answer its first hello. */
 const START_WAIT_MS = 5000;
@@ -33,7 +33,8 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   try {
     return await findDaemon(options);
   } catch (err) {
-    if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+    // A daemon that holds the file but does not answer would refuse a second one: none is started.
+    if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE" || err instanceof HeldFileError) throw err;
   }
   const { db, socket, daemonLog } = options.files;
   const postgres = isPostgresUrl(options.path);

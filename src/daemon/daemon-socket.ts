@@ -65,6 +65,16 @@ export class DaemonSocket {
     return new DaemonSocket(path, server, lstatSync(path));
   }
 
+  /** Whether the path still names the socket this made (nobody removed it, or its folder). */
+  get present(): boolean {
+    try {
+      const now = lstatSync(this.path, { throwIfNoEntry: false });
+      return now !== undefined && now.dev === this.#made.dev && now.ino === this.#made.ino;
+    } catch {
+      return false;
+    }
+  }
+
   /** Stops accepting and removes the socket file if it is still ours; resolves once every connection has ended. */
   close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));

@@ -8,8 +8,9 @@ import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
 import type { FileIdentity } from "../file-identity.js";
-import { identityLockPath, identitySocketPath, privateRuntimeDir } from "../socket-path.js";
-import { acquireInstanceLock, type InstanceLock } from "./instance-lock.js";
+import { identityLockPath, identitySocketPath, privateRuntimeDir, runtimeDirPath } from "../socket-path.js";
+import { acquireFileGuard, acquireInstanceLock, InstanceLock } from "./instance-lock.js";
+import { sweepStaleIdentityLocks } from "./stale-locks.js";
 import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
 import { walSize } from "./wal-guard.js";
@@ -33,8 +34,11 @@ export type { DaemonOptions } from "./daemon-options.js";
  */
 export class Daemon {
   readonly options: ResolvedDaemonOptions;
-  /** The lock beside the database's name, then (a file) the one under its identity. Release is idempotent. */
-  readonly #locks: readonly InstanceLock[];
+  /**
+   * The lock beside the database's name, then (a file) the guard on the file itself
+   * (file-guard.ts; a lock file under its identity where flock(1) is missing). Release is idempotent.
+   */
+  readonly #locks: Array<{ release(): void }>;
   /** The served file's device and inode; null for PostgreSQL, which has no file. */
   readonly #identity: FileIdentity | null;
   readonly #engine: DaemonEngine;
@@ -43,6 +47,11 @@ export class Daemon {
   /** The socket of SPEC §5, then (a file) the identity socket, where clients opening another name look. */
   #listening: DaemonSocket[] = [];
   #fileWatch: FileWatch | null = null;
+  /** Makes the sockets and lock files again when someone removes them (or their folder). */
+  #repairTimer: NodeJS.Timeout | null = null;
+  #repairing = false;
+  /** Paths whose repair failed, said once each until it succeeds. */
+  readonly #repairFailed = new Set<string>();
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
@@ -57,7 +66,7 @@ export class Daemon {
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, locks: readonly InstanceLock[], identity: FileIdentity | null, engine: DaemonEngine) {
+  private constructor(options: ResolvedDaemonOptions, locks: Array<{ release(): void }>, identity: FileIdentity | null, engine: DaemonEngine) {
     const { writer, readers } = engine;
     this.options = options;
     this.#engine = engine;
@@ -97,7 +106,7 @@ export class Daemon {
       if (notOurs !== null) throw new SessionDBError("PERMISSION", `cannot serve: ${notOurs.message}`);
       makePrivateDir(dirname(resolved.path));
     }
-    const locks = [await acquireInstanceLock(files.lock, files.socket, files.db)];
+    const locks: Array<{ release(): void }> = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let engine: DaemonEngine | undefined;
     try {
       let identity: FileIdentity | null = null;
@@ -105,7 +114,13 @@ export class Daemon {
         // Keyed by the file, not its name: a second daemon on a hard link of it must not start.
         identity = servableFile(files.db);
         privateRuntimeDir();
-        locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
+        const guard = await acquireFileGuard(files.db, identity, identitySocketPath(identity));
+        if (guard !== null) {
+          locks.push(guard);
+        } else {
+          resolved.log("flock(1) (util-linux) cannot be run here: one daemon per file is guarded by a lock file in the runtime folder only, which removing that folder defeats");
+          locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
+        }
       }
       engine = identity === null
         ? await startPgEngine(resolved)
@@ -124,6 +139,7 @@ export class Daemon {
         resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
       }
       if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
+      if (!postgres) setImmediate(() => daemon.#sweepStaleLocks());
       return daemon;
     } catch (err) {
       engine?.stopHousekeeping();
@@ -173,6 +189,7 @@ export class Daemon {
     log("shutting down: no new connections; finishing queued requests");
     this.#engine.stopHousekeeping();
     clearInterval(this.#sweeper);
+    if (this.#repairTimer !== null) clearInterval(this.#repairTimer);
     this.#fileWatch?.stop();
     // A replaced (or removed) file is released before clients go: until the writer and readers
     // close, the old file's WAL is live under the database's name, and a client opening the new
@@ -205,12 +222,13 @@ export class Daemon {
   }
 
   async #listen(): Promise<void> {
-    const accept = (socket: Socket) => this.#accept(socket);
     const identity = this.#identity;
     const paths = identity === null ? [this.options.socketPath] : [this.options.socketPath, identitySocketPath(identity)];
     for (const path of paths) {
-      this.#listening.push(await DaemonSocket.listen(path, accept));
+      this.#listening.push(await DaemonSocket.listen(path, this.#acceptor));
     }
+    this.#repairTimer = setInterval(() => void this.#repair(), REPAIR_INTERVAL_MS);
+    this.#repairTimer.unref();
     // PostgreSQL has no file to be replaced under the daemon.
     if (identity === null) return;
     this.#fileWatch = new FileWatch(this.options.path, identity, (how) => {
@@ -222,6 +240,62 @@ export class Daemon {
       );
       void this.close();
     });
+  }
+
+  readonly #acceptor = (socket: Socket): void => this.#accept(socket);
+
+  /**
+   * A socket or lock file removed under the running daemon — one by one, or with the runtime
+   * folder (a logout, a /tmp cleaner) — is made again at once, so clients opening the file by any
+   * name keep finding the daemon. (One daemon per file never depended on them: the guard on the
+   * file itself cannot be removed.) Something else put at the path is left alone, said once.
+   */
+  async #repair(): Promise<void> {
+    if (this.#repairing || this.#closing !== null) return;
+    this.#repairing = true;
+    try {
+      for (const [i, socket] of this.#listening.entries()) {
+        if (socket.present) continue;
+        await this.#again(socket.path, async () => {
+          if (dirname(socket.path) === runtimeDirPath()) privateRuntimeDir();
+          const fresh = await DaemonSocket.listen(socket.path, this.#acceptor);
+          if (this.#closing !== null) {
+            await fresh.close();
+            return;
+          }
+          this.#listening[i] = fresh;
+          void socket.close(); // its connections go on; it accepts no more
+        });
+      }
+      for (const [i, lock] of this.#locks.entries()) {
+        if (!(lock instanceof InstanceLock) || lock.present || this.#closing !== null) continue;
+        await this.#again(lock.path, async () => {
+          if (dirname(lock.path) === runtimeDirPath()) privateRuntimeDir();
+          this.#locks[i] = InstanceLock.acquire(lock.path);
+          lock.release(); // the removed file's: nothing left to remove
+        });
+      }
+    } finally {
+      this.#repairing = false;
+    }
+  }
+
+  async #again(path: string, make: () => Promise<void>): Promise<void> {
+    try {
+      await make();
+      this.options.log(`${path} was removed: made it again`);
+      this.#repairFailed.delete(path);
+    } catch (err) {
+      if (!this.#repairFailed.has(path)) this.options.log(`${path} was removed and cannot be made again (${(err as Error).message}); trying again`);
+      this.#repairFailed.add(path);
+    }
+  }
+
+  /** Stale lock files of daemons that are gone (stale-locks.ts), removed once at start. */
+  #sweepStaleLocks(): void {
+    if (this.#closing !== null) return;
+    const removed = sweepStaleIdentityLocks(runtimeDirPath());
+    if (removed > 0) this.options.log(`removed ${removed} stale lock file(s) of daemons that are gone from ${runtimeDirPath()}`);
   }
 
   #accept(socket: Socket): void {
@@ -251,6 +325,9 @@ export class Daemon {
     });
   }
 }
+
+/** How often the daemon checks that its sockets and lock files are still there. */
+const REPAIR_INTERVAL_MS = 250;
 
 /** An I/O failure opening the database (a full disk, a damaged file) says which file. */
 function namingThePath(err: unknown, path: string): unknown {
