@@ -1,6 +1,6 @@
 import { AutoStore } from "./auto-store.js";
 import { connectOrStart } from "./client/autostart.js";
-import { directOptions, HeldFileError } from "./client/daemon-lookup.js";
+import { directOptions, HeldFileError, NoDaemonError } from "./client/daemon-lookup.js";
 import { openDirect } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import { resolveOptions } from "./options.js";
@@ -23,7 +23,7 @@ export async function openSessionDB(options: OpenOptions = {}): Promise<SessionD
     } catch (err) {
       // A daemon holds the file but does not answer: no direct writer beside it.
       if (toSessionDBError(err).code !== "UNAVAILABLE" || err instanceof HeldFileError) throw err;
-      return await openDirect(await directOptions(resolved));
+      return await openDirect(await directOptions(resolved, err instanceof NoDaemonError));
     }
   } catch (err) {
     throw toSessionDBError(err);

@@ -209,12 +209,14 @@ class AsyncSessionDB(Operations):
 
     async def _open(self, deadline: float) -> AsyncConnection:
         target = self._target
+        loop = asyncio.get_running_loop()
         try:
             return await self._open_first(deadline)
         except NoDaemon as err:
+            if await loop.run_in_executor(None, target.wait_for_holder, deadline):
+                return await self._open_first(max(deadline, time.monotonic() + 1.0))
             if not target.autostart:
                 raise target.no_daemon(f"{err}; autostart is off") from None
-        loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, target.start_daemon)
         try:
             return await self._open_first(max(deadline, time.monotonic() + 1.0))

@@ -1,6 +1,6 @@
 """Starting a daemon on demand (``autostart``): ``sessiondb serve --db PATH --idle-exit 600``,
-detached from the caller, one at a time per socket (a file lock beside the socket), then waiting
-up to 5 s for its hello."""
+detached from the caller, one at a time per socket (a file lock beside the socket, removed once
+used), then waiting up to 5 s for its hello."""
 from __future__ import annotations
 
 import fcntl
@@ -53,24 +53,57 @@ def start_daemon(database: str, socket_path: str, explicit_socket: bool,
             "`sessiondb` on PATH"))
     directory = os.path.dirname(socket_path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    lock_fd = os.open(side_file(socket_path, "autostart-lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    lock_path = side_file(socket_path, "autostart-lock")
+    lock_fd = _take_start_lock(lock_path, socket_path, database)
     try:
-        give_up = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > give_up:
-                    raise UnavailableError("UNAVAILABLE", unavailable_message(
-                        socket_path, database, "another process has been starting a daemon for too long")) from None
-                time.sleep(POLL_S)
         # Whoever held the lock before us may have started one already.
         if answers():
             return
         _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env)
     finally:
+        _remove_if_ours(lock_path, lock_fd)
         os.close(lock_fd)
+
+
+def _take_start_lock(lock_path: str, socket_path: str, database: str) -> int:
+    """The exclusive flock on the autostart lock file still at ``lock_path``: it is removed by the
+    process that lets go of it, so one won on a file removed meanwhile is taken again."""
+    give_up = time.monotonic() + LOCK_WAIT_S
+    while True:
+        lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while True:
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > give_up:
+                        raise UnavailableError("UNAVAILABLE", unavailable_message(
+                            socket_path, database, "another process has been starting a daemon for too long")) from None
+                    time.sleep(POLL_S)
+            if _is_at(lock_path, lock_fd):
+                return lock_fd
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        os.close(lock_fd)
+
+
+def _is_at(path: str, fd: int) -> bool:
+    try:
+        at, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (at.st_dev, at.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _remove_if_ours(path: str, fd: int) -> None:
+    """The autostart lock file is removed (while still locked) once used: none is left behind."""
+    if _is_at(path, fd):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _spawn_and_wait(command: List[str], database: str, serve_db: str, socket_path: str,

@@ -13,8 +13,10 @@ from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .file_connection import FileConnection
 from .operations import READ, Operations
+from .file_guard import daemon_holds, remove_stale_lock
 from .paths import (
     candidate_sockets, check_regular_file, database_identity, default_database_path, default_socket_path,
+    identity_lock_path,
 )
 from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
@@ -22,6 +24,11 @@ from .protocol import optional, unavailable_message
 PathLike = Union[str, "os.PathLike[str]"]
 # A request whose connection died before it reached the daemon is re-sent; this bounds how often.
 MAX_ATTEMPTS = 3
+# How long a client waits for a daemon that holds the file but answers on none of its sockets
+# (removed with the runtime folder: the daemon makes them again at once; or it is starting or
+# stopping). A bound, not a timing.
+HOLDER_WAIT_S = 15.0
+HOLDER_POLL_S = 0.05
 
 
 class Misses:
@@ -106,6 +113,29 @@ class Target:
         except NoDaemon:
             return False
 
+    def wait_for_holder(self, deadline: float) -> bool:
+        """When no socket answered: True once the daemon that holds the file (file_guard.py)
+        answers again; False when no daemon holds it (and then its dead daemon's stale lock files
+        are removed). Raises UnavailableError when one holds it but does not answer in time: no
+        second daemon is started beside it."""
+        if self._url is not None:
+            return False
+        give_up = min(deadline, time.monotonic() + HOLDER_WAIT_S)
+        while daemon_holds(self.database):
+            if time.monotonic() > give_up:
+                raise UnavailableError(
+                    "UNAVAILABLE",
+                    f"a sessiondb daemon holds {self.database} (by this or another name: its lock on the file "
+                    f"itself) but answers on none of its sockets ({', '.join(self.candidates())}); no second "
+                    "daemon is started beside it: retry once it answers, or stop it")
+            time.sleep(HOLDER_POLL_S)
+            if self.answers():
+                return True
+        for lock in (f"{self.database}.daemon-lock", identity_lock_path(self.database)):
+            if lock is not None:
+                remove_stale_lock(lock)
+        return False
+
     def start_daemon(self) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
         # A URL goes on the daemon's command line without its secrets, its password in the environment.
@@ -118,6 +148,8 @@ class Target:
         try:
             return self.open_first(deadline)
         except NoDaemon as err:
+            if self.wait_for_holder(deadline):
+                return self.open_first(max(deadline, time.monotonic() + 1.0))
             if not self.autostart:
                 raise self.no_daemon(f"{err}; autostart is off") from None
         self.start_daemon()

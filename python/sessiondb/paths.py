@@ -103,6 +103,14 @@ def identity_socket_path(database: str, env: Optional[Mapping[str, str]] = None)
     return os.path.join(private_runtime_dir(env), f"inode-{st.st_dev}-{st.st_ino}.sock")
 
 
+def identity_lock_path(database: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """``<runtime dir>/inode-<st_dev>-<st_ino>.daemon-lock``: where earlier versions of the daemon
+    kept a lock under the file's identity (now the guard on the file itself, file_guard.py); only
+    ever removed when stale. None when the file does not exist."""
+    socket = identity_socket_path(database, env)
+    return None if socket is None else socket[: -len(".sock")] + ".daemon-lock"
+
+
 def candidate_sockets(database: str, socket_path: str, explicit: bool) -> List[str]:
     """Where to look for the database's daemon, in order (README "Finding the daemon"): an
     explicit socket, or a PostgreSQL database's socket, alone; else the derived one, then the

@@ -33,14 +33,25 @@ export class HeldFileError extends SessionDBError {
 }
 
 /**
+ * No daemon answers for the file and none holds it (the guard was just tested): direct mode may
+ * open it under its own name (`directOptions(options, true)`), with no second test.
+ */
+export class NoDaemonError extends SessionDBError {
+  constructor(failure: SessionDBError) {
+    super("UNAVAILABLE", failure.message, { cause: failure });
+  }
+}
+
+/**
  * Finds the daemon serving the file (SPEC §5), the same rule in every client: its socket
  * (`options.socketPath`, given or derived from the real path), then — unless a socket was given —
  * the identity socket `<runtime dir>/inode-<dev>-<ino>.sock` of the file as it is now, where a
  * daemon serving it under another name (a hard link) also listens. A daemon counts only if it is
  * this user's (or root's) and serves this very file. None answering while a daemon holds the file
  * (its sockets removed with the runtime folder, say), the lookup waits for it to answer again
- * (HeldFileError after HOLDER_WAIT_MS). Else UNAVAILABLE; another user's socket is reported as
- * such (ForeignSocketError) rather than as "none answers".
+ * (HeldFileError after HOLDER_WAIT_MS). Else UNAVAILABLE (NoDaemonError when the guard says none
+ * holds the file); another user's socket is reported as such (ForeignSocketError) rather than as
+ * "none answers".
  */
 export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient> {
   const sockets = [options.socketPath];
@@ -51,7 +62,7 @@ export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient
   } catch (err) {
     if (err instanceof ForeignSocketError || isPostgresUrl(options.path)) throw err;
     const found = await awaitHolder(options, sockets);
-    if (found === null) throw err;
+    if (found === null) throw new NoDaemonError(toSessionDBError(err));
     return found;
   }
 }
@@ -99,12 +110,17 @@ async function awaitHolder(options: ResolvedOptions, sockets: readonly string[])
  * direct mode is one more writer taking turns on the same lock. When no socket answers, the guard
  * on the file itself says whether a daemon holds it all the same (its sockets removed): then the
  * open waits for it to answer, or to let go (HeldFileError if neither happens in time). Stale
- * lock files of daemons that are gone are removed on the way.
+ * lock files of daemons that are gone are removed on the way. `nobodyHolds`: the lookup just
+ * found no daemon (NoDaemonError), so the file is not asked again.
  */
-export async function directOptions(options: ResolvedOptions): Promise<ResolvedOptions> {
+export async function directOptions(options: ResolvedOptions, nobodyHolds = false): Promise<ResolvedOptions> {
   if (isPostgresUrl(options.path)) return options;
   const id = fileIdentity(options.path);
   if (id === null) return options;
+  if (nobodyHolds) {
+    await removeStaleLocks(options, identityLockPath(id));
+    return options;
+  }
   const sockets = [identitySocketPath(id), options.socketPath];
   let client: DaemonClient;
   try {
