@@ -1,0 +1,114 @@
+/**
+ * The daemon's guard on the database file itself (src/file-guard.ts) and the lock files around it
+ * (issues 23 and 30): the guard is seen through every name of the file and dropped by the kernel
+ * when the daemon dies; lock files are removed by the daemon that lets go of them, stale ones of
+ * dead daemons by the next daemon or client that finds them, and a live daemon's never.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import Database from "better-sqlite3";
+import { Daemon } from "../src/daemon/daemon.js";
+import { fileGuardState } from "../src/file-guard.js";
+import { fileIdentity, identityName } from "../src/file-identity.js";
+import { openSessionDB } from "../src/index.js";
+import { expectCode } from "./contract/fixture.js";
+import { shortTempDir, startDaemon } from "./helpers/daemon.js";
+import { waitUntil } from "./helpers/wait-until.js";
+
+/** A runtime folder of the test's own (children inherit it): the shared one is every other test's. */
+function ownRuntimeDir(t: TestContext, dir: string): string {
+  const runtime = join(dir, "run");
+  const before = process.env.XDG_RUNTIME_DIR;
+  process.env.XDG_RUNTIME_DIR = runtime;
+  t.after(() => {
+    if (before === undefined) delete process.env.XDG_RUNTIME_DIR;
+    else process.env.XDG_RUNTIME_DIR = before;
+  });
+  return join(runtime, "sessiondb");
+}
+
+/** A lock file as a daemon leaves it: a small SQLite file. */
+function lockFile(path: string): void {
+  const db = new Database(path);
+  db.exec("CREATE TABLE daemon (pid INTEGER NOT NULL, started_at REAL NOT NULL)");
+  db.close();
+}
+
+/** Whether another process can take a shared flock on the file now (util-linux flock, as any tool would). */
+function outsiderCanLock(path: string): boolean {
+  return spawnSync("flock", ["-n", "-s", "-E", "75", path, "true"]).status === 0;
+}
+
+test("the guard: held on the file by every name while a daemon serves it, dropped when it is killed", async (t) => {
+  const dir = shortTempDir(t);
+  ownRuntimeDir(t, dir);
+  const dbPath = join(dir, "state.db");
+  const daemon = await startDaemon(t, dbPath);
+  const alias = join(dir, "alias.db");
+  linkSync(dbPath, alias);
+  assert.equal(await fileGuardState(dbPath), "held");
+  assert.equal(await fileGuardState(alias), "held");
+  assert.equal(outsiderCanLock(alias), false, "the daemon's flock is on the inode, seen through the hard link");
+  await daemon.kill9();
+  assert.equal(await fileGuardState(alias), "free");
+  assert.equal(outsiderCanLock(dbPath), true);
+});
+
+test("two daemons of one process on one file: the second is refused (flock alone would let it in)", async (t) => {
+  const dir = shortTempDir(t);
+  ownRuntimeDir(t, dir);
+  const dbPath = join(dir, "state.db");
+  const alias = join(dir, "alias.db");
+  const first = await Daemon.start({ path: dbPath, readers: 1 });
+  t.after(() => first.close());
+  linkSync(dbPath, alias);
+  const err = await expectCode(() => Daemon.start({ path: alias, readers: 1 }), "UNAVAILABLE");
+  assert.match(err.message, /already serves .*alias\.db under another name/);
+  await first.close();
+  const again = await Daemon.start({ path: alias, readers: 1 });
+  await again.close();
+});
+
+test("lock files: a clean stop removes its own; stale ones of dead daemons go with the next daemon or client; a held one stays", async (t) => {
+  const dir = shortTempDir(t);
+  const runtime = ownRuntimeDir(t, dir);
+  mkdirSync(runtime, { recursive: true, mode: 0o700 });
+  // What earlier versions left in the runtime folder, one per file ever served.
+  const stale = join(runtime, "inode-1-2.daemon-lock");
+  lockFile(stale);
+  writeFileSync(`${stale}-journal`, "");
+  const orphanJournal = join(runtime, "inode-5-6.daemon-lock-journal");
+  writeFileSync(orphanJournal, "");
+  const held = join(runtime, "inode-3-4.daemon-lock");
+  lockFile(held);
+  const holder = new Database(held, { timeout: 0 });
+  t.after(() => holder.close());
+  holder.pragma("locking_mode = EXCLUSIVE");
+  holder.exec("BEGIN EXCLUSIVE");
+
+  const dbPath = join(dir, "state.db");
+  const daemon = await startDaemon(t, dbPath);
+  await waitUntil("the stale identity lock removed by the daemon", () => !existsSync(stale));
+  assert.equal(existsSync(`${stale}-journal`), false);
+  assert.equal(existsSync(orphanJournal), false);
+  assert.equal(existsSync(held), true, "a lock file a live process holds was removed");
+  const stopped = await daemon.stop();
+  assert.equal(stopped.code, 0);
+  assert.match(stopped.stderr, /removed 1 stale lock file\(s\) of daemons that are gone/);
+  assert.equal(existsSync(`${dbPath}.daemon-lock`), false, "a clean stop leaves its lock file behind");
+
+  const killed = await startDaemon(t, dbPath);
+  assert.equal(existsSync(`${dbPath}.daemon-lock`), true);
+  await killed.kill9();
+  assert.equal(existsSync(`${dbPath}.daemon-lock`), true, "kill -9 leaves the lock file (nothing can remove it then)");
+  const legacy = join(runtime, `${identityName(fileIdentity(dbPath)!)}.daemon-lock`);
+  lockFile(legacy);
+  const db = await openSessionDB({ path: dbPath });
+  t.after(() => db.close());
+  assert.equal(db.mode, "direct");
+  assert.equal(existsSync(`${dbPath}.daemon-lock`), false, "the next client left the dead daemon's lock file");
+  assert.equal(existsSync(legacy), false, "the next client left the file's stale identity lock");
+});
