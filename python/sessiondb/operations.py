@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .errors import ConstraintError
-from .protocol import optional
+from .protocol import optional, with_json
 from .reference_args import addend, integer, limit as limit_arg, number, offset as offset_arg, text, text_list
 from .text import contains_cjk, sanitize_fts5_query, sanitize_title
 
@@ -35,9 +35,9 @@ class Operations:
                        user_id: Optional[str] = None, parent_session_id: Optional[str] = None) -> Any:
         if source is None:
             raise not_null("sessions.source")
-        opts = optional(model=text(model, "model"), modelConfig=model_config,
-                        systemPrompt=text(system_prompt, "system_prompt"), userId=text(user_id, "user_id"),
-                        parentSessionId=text(parent_session_id, "parent_session_id"))
+        opts = optional(model=text(model, "model"), systemPrompt=text(system_prompt, "system_prompt"),
+                        userId=text(user_id, "user_id"), parentSessionId=text(parent_session_id, "parent_session_id"))
+        with_json(opts, "modelConfig", model_config)
         # The reference returns the id it was given (an int stays an int).
         return self._then(self._call("createSession", WRITE, [text(session_id, "session_id"), text(source, "source"), opts]),
                           session_id)
@@ -160,10 +160,11 @@ class Operations:
         if role is None:
             raise not_null("messages.role")
         msg = optional(role=text(role, "role"), content=text(content, "content"), toolName=text(tool_name, "tool_name"),
-                       toolCalls=tool_calls, toolCallId=text(tool_call_id, "tool_call_id"),
-                       tokenCount=integer(token_count, "token_count"),
-                       finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"),
-                       reasoningDetails=reasoning_details, codexReasoningItems=codex_reasoning_items)
+                       toolCallId=text(tool_call_id, "tool_call_id"), tokenCount=integer(token_count, "token_count"),
+                       finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"))
+        with_json(msg, "toolCalls", tool_calls)
+        with_json(msg, "reasoningDetails", reasoning_details)
+        with_json(msg, "codexReasoningItems", codex_reasoning_items)
         return self._call("appendMessage", WRITE, [text(session_id, "session_id"), msg])
 
     def get_messages(self, session_id: str) -> Any:

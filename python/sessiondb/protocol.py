@@ -1,6 +1,7 @@
 """The wire protocol, version 1 (SPEC 6): 4-byte big-endian length, then one MessagePack value."""
 from __future__ import annotations
 
+import json
 import struct
 import time
 from typing import Any, Dict, List, Optional
@@ -123,6 +124,24 @@ def unavailable_message(socket_path: str, database: str, why: str) -> str:
 def optional(**fields: Any) -> Dict[str, Any]:
     """An options map without the fields left as None ("not given" stays "not given")."""
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def with_json(fields: Dict[str, Any], key: str, value: Any) -> None:
+    """A JSON column as the reference stores it: ``json.dumps(value)`` with its defaults, sent as
+    that text (``<key>Json``), so the daemon stores these very bytes (MessagePack would lose what
+    JavaScript cannot hold: ``1.0`` as opposed to ``1``, the order of integer-like keys). A falsy
+    value (stored as NULL, but ``{}`` still counts a tool call) and one with NaN or infinities
+    (which JSON text cannot hold for the daemon's check) go as the value. Raises what
+    ``json.dumps`` raises for what it cannot serialize, as the reference does."""
+    if value is None:
+        return
+    if value:
+        try:
+            fields[key + "Json"] = json.dumps(value, allow_nan=False)
+            return
+        except ValueError:
+            json.dumps(value)  # a circular value raises here too; only NaN and infinities pass
+    fields[key] = value
 
 
 def remaining_ms(seconds: float) -> Optional[int]:

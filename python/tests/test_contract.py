@@ -43,7 +43,7 @@ def test_create_session_stores_every_field_and_returns_the_id(store):
     row = store.get_session("s1")
     assert set(row) == SESSION_KEYS
     assert (row["source"], row["model"], row["system_prompt"], row["user_id"]) == ("cli", "m", "sp", "u")
-    assert row["model_config"] == '{"t":0.5}'
+    assert row["model_config"] == '{"t": 0.5}'  # json.dumps, as the reference
     assert row["message_count"] == 0 and row["tool_call_count"] == 0 and row["ended_at"] is None
     assert before - 1 <= row["started_at"] <= time.time() + 1
 
@@ -260,7 +260,7 @@ def test_append_message_stores_every_field_and_counts_tool_calls(store):
     messages = store.get_messages("s")
     assert set(messages[0]) == MESSAGE_KEYS
     assert messages[0]["tool_calls"] == [{"id": "c1"}, {"id": "c2"}]
-    assert messages[0]["reasoning_details"] == '[{"r":1}]'
+    assert messages[0]["reasoning_details"] == '[{"r": 1}]'
     assert (messages[1]["tool_name"], messages[1]["tool_call_id"]) == ("grep", "c1")
     row = store.get_session("s")
     assert (row["message_count"], row["tool_call_count"]) == (2, 2)

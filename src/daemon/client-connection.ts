@@ -3,6 +3,7 @@ import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
 import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
 import type { BodyPool } from "../protocol/body-pool.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
+import { markReals } from "../protocol/wire-reals.js";
 import { parseRequest, requestIdOf, type Chunk, type Request, type Response } from "../protocol/messages.js";
 import type { RequestBudget } from "./request-budget.js";
 
@@ -123,6 +124,7 @@ export class ClientConnection {
   /** Sends one frame of a streamed reply, waiting while the client is slow to read. */
   async sendChunk(id: number, chunk: unknown[]): Promise<void> {
     if (!this.open) throw new SessionDBError("CLOSED", "the client went away");
+    markReals(chunk);
     if (!this.#writer.write(encodeFrame({ id, chunk } satisfies Chunk))) {
       await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
     }
@@ -184,7 +186,9 @@ export class ClientConnection {
   }
 
   #send(message: Response): void {
-    if (this.open) this.#writer.write(encodeFrame(message));
+    if (!this.open) return;
+    if (message.ok) markReals(message.result);
+    this.#writer.write(encodeFrame(message));
   }
 
   #fail(err: SessionDBError): void {

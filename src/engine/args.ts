@@ -5,6 +5,7 @@
  */
 import { invalidArgument } from "../errors.js";
 import { wellFormed, withWellFormedKeys } from "./well-formed.js";
+import { pythonJsonText } from "./python-json.js";
 
 /** Longest id, source, role, model, title looked up, filter entry or search query. */
 export const MAX_NAME_LENGTH = 4096;
@@ -165,7 +166,10 @@ function plainOnly(this: unknown, key: string, value: unknown): unknown {
   return value;
 }
 
-/** JSON text for a field stored only when truthy; checked for size and serializability. */
+/**
+ * JSON text for a field stored only when truthy, spelled as the reference's `json.dumps` spells
+ * it (python-json.ts); checked for size and serializability.
+ */
 export function optJson(value: unknown, name: string): string | null {
   if (!truthy(value)) return null;
   let text: string | undefined;
@@ -175,8 +179,39 @@ export function optJson(value: unknown, name: string): string | null {
     throw invalidArgument(`${name} cannot be serialized as JSON: ${(err as Error).message}`);
   }
   if (text === undefined) throw invalidArgument(`${name} cannot be serialized as JSON`);
+  text = pythonJsonText(text);
   checkTextSize(text, name);
   return text;
+}
+
+/** A JSON column as stored (`text`), and the value it holds (which counts tool calls). */
+export interface JsonColumn {
+  text: string | null;
+  value: unknown;
+}
+
+/**
+ * A JSON column given either as a value (`key`, serialized by optJson) or as JSON text the
+ * client serialized itself (`<key>Json`): the Python client sends its own `json.dumps` text, which
+ * keeps what MessagePack cannot carry into JavaScript (`1.0` as opposed to `1`, the order of keys
+ * that look like integers), so the stored bytes are the reference's. The text must be one JSON
+ * value; stored only when that value is truthy, like a value.
+ */
+export function jsonColumn(obj: Readonly<Record<string, unknown>>, key: string, prefix: string): JsonColumn {
+  const value = field(obj, key);
+  const raw = field(obj, `${key}Json`);
+  if (raw === undefined || raw === null) return { text: optJson(value, `${prefix}.${key}`), value };
+  const name = `${prefix}.${key}Json`;
+  if (value !== undefined && value !== null) throw invalidArgument(`give ${prefix}.${key} or ${name}, not both`);
+  if (typeof raw !== "string") throw invalidArgument(`${name} must be a string of JSON text, got ${describe(raw)}`);
+  checkTextSize(raw, name);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw invalidArgument(`${name} is not JSON text: ${(err as Error).message}`);
+  }
+  return { text: truthy(parsed) ? wellFormed(raw) : null, value: parsed };
 }
 
 /** Fails when more positional arguments arrive than the operation takes. */

@@ -1,7 +1,7 @@
 /** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
-  checkTotalText, field, nonEmpty, optInteger, optJson, optObject, optStr, optText, str, type Args,
+  checkTotalText, field, jsonColumn, nonEmpty, optInteger, optObject, optStr, optText, str, type Args,
 } from "./args.js";
 import { now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -16,20 +16,20 @@ export function toolCallCount(toolCalls: unknown): number {
 export const appendMessage = write(
   (args, op) => {
     const msg = optObject(args[1], "msg");
-    const toolCalls = field(msg, "toolCalls");
+    const toolCalls = jsonColumn(msg, "toolCalls", "msg");
     const params = {
       sessionId: str(args[0], "sessionId"),
       role: nonEmpty(field(msg, "role"), "msg.role"),
       content: optText(field(msg, "content"), "msg.content"),
       toolCallId: optStr(field(msg, "toolCallId"), "msg.toolCallId"),
-      toolCalls: optJson(toolCalls, "msg.toolCalls"),
+      toolCalls: toolCalls.text,
       toolName: optStr(field(msg, "toolName"), "msg.toolName"),
       tokenCount: optInteger(field(msg, "tokenCount"), "msg.tokenCount"),
       finishReason: optStr(field(msg, "finishReason"), "msg.finishReason"),
       reasoning: optText(field(msg, "reasoning"), "msg.reasoning"),
-      reasoningDetails: optJson(field(msg, "reasoningDetails"), "msg.reasoningDetails"),
-      codexReasoningItems: optJson(field(msg, "codexReasoningItems"), "msg.codexReasoningItems"),
-      toolCallIncrement: toolCallCount(toolCalls),
+      reasoningDetails: jsonColumn(msg, "reasoningDetails", "msg").text,
+      codexReasoningItems: jsonColumn(msg, "codexReasoningItems", "msg").text,
+      toolCallIncrement: toolCallCount(toolCalls.value),
     };
     checkTotalText(op, [params.content, params.toolCalls, params.reasoning, params.reasoningDetails, params.codexReasoningItems]);
     return params;

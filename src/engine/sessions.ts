@@ -2,7 +2,7 @@
 import { invalidArgument, type SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
-  checkTotalText, count, field, nonEmpty, optBool, optCount, optJson, optNumber, optObject, optStr, optText, str,
+  checkTotalText, count, field, jsonColumn, nonEmpty, optBool, optCount, optNumber, optObject, optStr, optText, str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -23,7 +23,7 @@ export const createSession = write(
       id: nonEmpty(args[0], "id"),
       source: str(source, "source"),
       model: optStr(field(opts, "model"), "opts.model"),
-      modelConfig: optJson(field(opts, "modelConfig"), "opts.modelConfig"),
+      modelConfig: jsonColumn(opts, "modelConfig", "opts").text,
       systemPrompt: optText(field(opts, "systemPrompt"), "opts.systemPrompt"),
       userId: optStr(field(opts, "userId"), "opts.userId"),
       parentSessionId: optStr(field(opts, "parentSessionId"), "opts.parentSessionId"),

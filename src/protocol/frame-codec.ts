@@ -4,7 +4,7 @@
  * types (nil, bool, int, float, str, bin, array, map with string keys), bounded nesting, exactly
  * one value per frame — no extension types, so no records, no structured clone, no timestamps.
  */
-import { Packr, Unpackr } from "msgpackr";
+import { addExtension, Packr, Unpackr } from "msgpackr";
 import { SessionDBError } from "../errors.js";
 import { BodyPool } from "./body-pool.js";
 
@@ -29,6 +29,28 @@ const packr = new Packr({
   encodeUndefinedAsNil: true,
   skipValues: [undefined],
 } as ConstructorParameters<typeof Packr>[0]);
+/**
+ * A double that goes on the wire as a MessagePack float 64 even when it is a whole number (msgpackr
+ * writes `0` and `1700000000` as integers, so a Python client read the REAL 0.0 as the int 0).
+ * The daemon wraps the values of REAL columns in its replies (wire-reals.ts).
+ */
+export class Real {
+  constructor(readonly value: number) {}
+}
+
+// Written as plain float 64 bytes through the extension's raw-write path (`pack` writes into the
+// buffer it is given and returns nothing, so no extension header is written). The type number is
+// never on the wire; it only registers the class.
+addExtension({
+  Class: Real,
+  type: 0x7e,
+  pack(real: Real, allocate: (size: number) => { target: Uint8Array; targetView: DataView; position: number }) {
+    const { target, targetView, position } = allocate(9);
+    target[position] = 0xcb;
+    targetView.setFloat64(position + 1, real.value);
+  },
+} as unknown as Parameters<typeof addExtension>[0]);
+
 // copyBuffers: a decoded binary value must not be a view of the frame, whose bytes may belong to
 // a read buffer that is reused.
 const unpackr = new Unpackr({ useRecords: false, structuredClone: false, mapsAsObjects: true, int64AsType: "number", copyBuffers: true });

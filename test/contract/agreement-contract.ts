@@ -92,9 +92,10 @@ export function agreementContract(open: Opener): void {
       await db.createSession("s", "cli", { modelConfig: withProto() });
       await db.appendMessage("s", { role: "assistant", content: "c", toolCalls: [withProto()], reasoningDetails: withProto() });
       const stored = rawGet<{ tool_calls: string; reasoning_details: string }>(path, "SELECT tool_calls, reasoning_details FROM messages");
-      assert.equal(stored?.tool_calls, '[{"__proto__":{"polluted":true},"name":"ls"}]');
-      assert.equal(stored?.reasoning_details, '{"__proto__":{"polluted":true},"name":"ls"}');
-      assert.equal((await db.getSession("s"))?.model_config, '{"__proto__":{"polluted":true},"name":"ls"}');
+      // Spelled as the reference's json.dumps spells it.
+      assert.equal(stored?.tool_calls, '[{"__proto__": {"polluted": true}, "name": "ls"}]');
+      assert.equal(stored?.reasoning_details, '{"__proto__": {"polluted": true}, "name": "ls"}');
+      assert.equal((await db.getSession("s"))?.model_config, '{"__proto__": {"polluted": true}, "name": "ls"}');
       const [conversation] = await db.getMessagesAsConversation("s");
       const call = (conversation?.tool_calls as Array<Record<string, unknown>>)[0]!;
       assert.ok(Object.hasOwn(call, "__proto__"), "an own key, as JSON.parse gives it");
@@ -102,7 +103,7 @@ export function agreementContract(open: Opener): void {
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
 
-    test("objects with toJSON are stored as JSON.stringify gives them; BigInt and a Map are refused", async (t) => {
+    test("objects with toJSON are stored as JSON.stringify gives them (in json.dumps spelling); BigInt and a Map are refused", async (t) => {
       const { db, path } = await fresh(t, open);
       await db.createSession("s", "cli");
       class Money {
@@ -116,7 +117,7 @@ export function agreementContract(open: Opener): void {
       await db.appendMessage("s", { role: "tool", content: "c", toolCalls: [{ price: new Money(250), at: when, own }] });
       assert.equal(
         rawGet<{ tool_calls: string }>(path, "SELECT tool_calls FROM messages")?.tool_calls,
-        '[{"price":"2.5 EUR","at":"2026-01-02T03:04:05.000Z","own":{"shown":1}}]',
+        '[{"price": "2.5 EUR", "at": "2026-01-02T03:04:05.000Z", "own": {"shown": 1}}]',
       );
       await expectCode(() => db.appendMessage("s", { role: "tool", toolCalls: [{ n: 10n }] }), "INVALID_ARGUMENT");
       await expectCode(() => db.appendMessage("s", { role: "tool", toolCalls: [new Map([["a", 1]])] }), "INVALID_ARGUMENT");
