@@ -1,6 +1,5 @@
 """sessiondb: the Python client of the sessiondb daemon, a drop-in for the Hermes agent's
 ``hermes_state.SessionDB`` (schema 6): ``from sessiondb import SessionDB``."""
-from .aio import AsyncSessionDB
 from .client import SessionDB
 from .errors import (
     ClosedError, ConstraintError, DeadlineError, FilePermissionError, InvalidArgumentError,
@@ -12,6 +11,16 @@ from .text import MAX_TITLE_LENGTH, contains_cjk, sanitize_fts5_query, sanitize_
 
 SCHEMA_VERSION = 6
 __version__ = "0.1.0"
+
+
+
+def __getattr__(name: str):
+    # asyncio costs a short-lived process tens of milliseconds to import: only its users pay.
+    if name == "AsyncSessionDB":
+        from .aio import AsyncSessionDB
+        return AsyncSessionDB
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncSessionDB", "SessionDB", "SessionDBError", "ClosedError", "ConstraintError",
