@@ -4,7 +4,8 @@
  * reader threads; PostgreSQL's are a writer connection and a pool of reader connections
  * (src/pg/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
  */
-import type { OpName, WriteOpName } from "../operation-catalogue.js";
+import type { Page } from "../engine/define-operation.js";
+import type { OpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";
 import type { SessionDBError } from "../errors.js";
@@ -50,11 +51,36 @@ export interface DaemonMaintenance {
   optimize(vacuum: boolean): Promise<OptimizeResult>;
 }
 
+/** One streamed read's pages, all read on one snapshot taken when it was opened (issue 23 item 3). */
+export interface ReadSnapshot {
+  /** The page that starts at `cursor` (null: the first); past `deadline` (epoch ms) it fails with TIMEOUT. */
+  page(cursor: unknown, deadline: number): Promise<Page<unknown, unknown>>;
+  /** Ends the snapshot (idempotent). */
+  close(): Promise<void>;
+}
+
+export interface SnapshotStats {
+  /** Snapshots open now. */
+  open: number;
+  /** Pages read on them since the start. */
+  pagesRead: number;
+}
+
+/** Where streamed reads (`exportAll`) get their snapshot. */
+export interface DaemonSnapshots {
+  /** Takes a snapshot for `op`; fails with TIMEOUT if none can be taken before `deadline`. */
+  open(op: StreamOpName, params: unknown, deadline: number, requester?: ReadRequester): Promise<ReadSnapshot>;
+  stats(): SnapshotStats;
+  /** Ends every open snapshot (their streams fail with UNAVAILABLE) and takes no more. */
+  close(): Promise<void>;
+}
+
 /** A started engine: its writer and readers, and what stops anything else it runs. */
 export interface DaemonEngine {
   readonly engine: Engine;
   readonly writer: DaemonWriter;
   readonly readers: DaemonReaders;
+  readonly snapshots: DaemonSnapshots;
   /** Stops the engine's own housekeeping (SQLite's WAL guard) before the writer closes. */
   stopHousekeeping(): void;
   /**

@@ -20,7 +20,7 @@ import { RequestBudget } from "./request-budget.js";
 import { RequestDispatch } from "./request-dispatch.js";
 import { servableFile } from "./servable-file.js";
 import { BodyPool } from "../protocol/body-pool.js";
-import type { DaemonEngine, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
+import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
 import { startPgEngine } from "../pg/pg-daemon-engine.js";
 import { isPostgresUrl } from "../pg/pg-url.js";
@@ -173,7 +173,7 @@ export class Daemon {
       walBytes: walSize(this.options.files.wal),
       queueDepth: this.#dispatch.queueDepth,
       writer: this.#writer.stats(),
-      readers: this.#readers.stats(),
+      readers: withSnapshots(this.#readers.stats(), this.#engine.snapshots.stats()),
       memory: memory(),
     };
   }
@@ -217,6 +217,7 @@ export class Daemon {
    * which lets queued writes finish and checkpoints.
    */
   async #release(): Promise<void> {
+    await this.#engine.snapshots.close();
     await this.#readers.close();
     await this.#writer.close();
   }
@@ -333,6 +334,11 @@ const REPAIR_INTERVAL_MS = 250;
 function namingThePath(err: unknown, path: string): unknown {
   if (!(err instanceof SessionDBError) || (err.code !== "IO" && err.code !== "CORRUPT") || err.message.includes(path)) return err;
   return new SessionDBError(err.code, `${path}: ${err.message}`, { cause: err });
+}
+
+/** The pages of streamed reads (each on a snapshot of its own, not a reader's) count as reads too. */
+function withSnapshots(readers: DaemonStats["readers"], snapshots: SnapshotStats): DaemonStats["readers"] {
+  return { ...readers, inFlight: readers.inFlight + snapshots.open, completed: readers.completed + snapshots.pagesRead };
 }
 
 function memory(): DaemonStats["memory"] {

@@ -1,12 +1,11 @@
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../engine/operations.js";
-import type { Page } from "../engine/define-operation.js";
-import { OPERATION_KINDS, type OpName, type ReadOpName, type WriteOpName } from "../operation-catalogue.js";
+import { OPERATION_KINDS, type OpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
 import { isControlOp } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import type { ClientConnection } from "./client-connection.js";
 import type { ControlHandlers } from "./control-handlers.js";
-import type { DaemonEngine } from "./daemon-engine.js";
+import type { DaemonEngine, ReadSnapshot } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import type { ReadRequester } from "./reader-pool.js";
 
@@ -55,7 +54,7 @@ export class RequestDispatch {
       return this.#engine.writer.write(request.op as WriteOpName, params, deadline);
     }
     if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
-    return this.#stream(request.op, params, request.id, connection, deadline - receivedAt);
+    return this.#stream(request.op as StreamOpName, params, request.id, connection, deadline - receivedAt);
   }
 
   async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
@@ -68,16 +67,28 @@ export class RequestDispatch {
   }
 
   /**
-   * Sends a streamed result page by page, as fast as the client reads it. Each page has the
-   * request's time span as its own deadline: the client waits page by page.
+   * Sends a streamed result page by page, as fast as the client reads it, every page read on the
+   * one snapshot taken when the request began. Each page has the request's time span as its own
+   * deadline: the client waits page by page.
    */
-  async #stream(op: OpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
-    let cursor: unknown = null;
-    do {
-      const page = (await this.#read(op, params, Date.now() + pageTimeoutMs, connection, cursor)) as Page<unknown, unknown>;
-      if (page.items.length > 0) await connection.sendChunk(id, page.items);
-      cursor = page.next;
-    } while (cursor !== null && connection.open);
+  async #stream(op: StreamOpName, params: unknown, id: number, connection: ClientConnection, pageTimeoutMs: number): Promise<null> {
+    let snapshot: ReadSnapshot;
+    this.#readsQueued++;
+    try {
+      snapshot = await this.#engine.snapshots.open(op, params, Date.now() + pageTimeoutMs, connection);
+    } finally {
+      this.#readsQueued--;
+    }
+    try {
+      let cursor: unknown = null;
+      do {
+        const page = await snapshot.page(cursor, Date.now() + pageTimeoutMs);
+        if (page.items.length > 0) await connection.sendChunk(id, page.items);
+        cursor = page.next;
+      } while (cursor !== null && connection.open);
+    } finally {
+      void snapshot.close();
+    }
     return null;
   }
 }

@@ -1,6 +1,7 @@
 import type { FileIdentity } from "../file-identity.js";
 import type { DaemonEngine } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
+import { ExportThreads } from "./export-threads.js";
 import { ReaderPool } from "./reader-pool.js";
 import { SqliteMaintenance } from "./sqlite-maintenance.js";
 import { WalGuard } from "./wal-guard.js";
@@ -28,11 +29,13 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
       busyTimeoutMs: resolved.readerBusyTimeoutMs,
       faultInjection: resolved.faultInjection,
     }, resolved.log);
-    const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, resolved.log);
+    const snapshots = new ExportThreads(resolved.path, resolved.readerBusyTimeoutMs, resolved.readers);
+    const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, snapshots, resolved.log);
     return {
       engine: "sqlite",
       writer,
       readers,
+      snapshots,
       stopHousekeeping: () => walGuard.stop(),
       readOnly: writer.newerVersion !== null,
       fileSchemaVersion: writer.newerVersion ?? SCHEMA_VERSION,

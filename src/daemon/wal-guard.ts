@@ -1,10 +1,16 @@
 import { statSync } from "node:fs";
+import { walHeldError } from "../engine/export-snapshot.js";
+import type { ExportThreads } from "./export-threads.js";
 import type { ReaderPool } from "./reader-pool.js";
 import type { WriterClient } from "./writer-client.js";
 
 const WAL_CHECK_INTERVAL_MS = 100;
 const READ_PAUSE_MAX_MS = 2000;
 const WAL_RETRY_AFTER_BUSY_MS = 5000;
+
+function mib(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
 
 /** The size of a `-wal` file, 0 when there is none. */
 export function walSize(walPath: string): number {
@@ -17,13 +23,16 @@ export function walSize(walPath: string): number {
 
 /**
  * Keeps the WAL bounded: past the limit, writes and new reads wait briefly while running reads
- * finish, so a TRUNCATE checkpoint finds no reader of ours pinning old frames.
+ * finish, so a TRUNCATE checkpoint finds no reader of ours pinning old frames. Exports in
+ * progress are ended then: each holds one snapshot for as long as it streams, and that would
+ * hold the WAL past its limit for as long (issue 23 item 3).
  */
 export class WalGuard {
   readonly #wal: string;
   readonly #limitBytes: number;
   readonly #writer: WriterClient;
   readonly #readers: ReaderPool;
+  readonly #exports: ExportThreads;
   readonly #log: (line: string) => void;
   readonly #timer: NodeJS.Timeout;
   #truncating = false;
@@ -31,11 +40,12 @@ export class WalGuard {
   #retryAt = 0;
   #stopped = false;
 
-  constructor(wal: string, limitBytes: number, writer: WriterClient, readers: ReaderPool, log: (line: string) => void) {
+  constructor(wal: string, limitBytes: number, writer: WriterClient, readers: ReaderPool, exports: ExportThreads, log: (line: string) => void) {
     this.#wal = wal;
     this.#limitBytes = limitBytes;
     this.#writer = writer;
     this.#readers = readers;
+    this.#exports = exports;
     this.#log = log;
     this.#timer = setInterval(() => void this.#check(), WAL_CHECK_INTERVAL_MS);
     this.#timer.unref();
@@ -56,7 +66,12 @@ export class WalGuard {
     // Writes wait too, or the WAL would grow all the while running reads finish.
     this.#writer.hold(true);
     try {
-      await this.#readers.pause(READ_PAUSE_MAX_MS);
+      const exporting = this.#exports.running;
+      await Promise.all([
+        this.#readers.pause(READ_PAUSE_MAX_MS),
+        this.#exports.endAll(walHeldError(`the WAL reached ${mib(size)}`, this.#limitBytes), READ_PAUSE_MAX_MS),
+      ]);
+      if (exporting > 0) this.#log(`ended ${exporting} export(s) in progress: their snapshots kept the WAL (${mib(size)}) from being checkpointed`);
       const result = await this.#writer.checkpoint("TRUNCATE");
       // Another process is reading: do not hold everyone up again at once.
       if (result.busy) this.#retryAt = Date.now() + WAL_RETRY_AFTER_BUSY_MS;

@@ -7,12 +7,15 @@ import { newerSchemaError } from "../engine/database-file.js";
 import { openDatabase } from "../engine/open-database.js";
 import { makePrivateDir } from "../engine/private-files.js";
 import { catchUpCjkIndex } from "../engine/cjk-index.js";
-import { parseOperation, runOperation, runPage } from "../engine/operations.js";
+import { EXPORT_WAL_GROWTH_LIMIT, ExportSnapshot, walHeldError } from "../engine/export-snapshot.js";
+import { parseOperation, runOperation } from "../engine/operations.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
 import { Store } from "../store.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
 
+/** How often an export's snapshot is checked for holding the WAL back. */
+const SNAPSHOT_WATCH_MS = 1000;
 
 /**
  * Direct mode (SPEC §4): the file opened in this process. Every write is `BEGIN IMMEDIATE …
@@ -34,6 +37,8 @@ export class DirectStore extends Store {
   #writesSinceCheckpoint = 0;
   readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
+  /** The snapshots of exports in progress: closing the handle ends them. */
+  readonly #snapshots = new Set<ExportSnapshot>();
 
   private constructor(db: Connection, options: ResolvedOptions, writeRefusal: ((op: string) => SessionDBError) | null) {
     super(options.files);
@@ -76,18 +81,38 @@ export class DirectStore extends Store {
     return this.#writes.run(() => this.#withRetry(run, true));
   }
 
+  /**
+   * Every page on one snapshot, on a connection of its own (the handle's own one must stay free
+   * for writes). Ended, so the WAL can be checkpointed, once it has grown by
+   * EXPORT_WAL_GROWTH_LIMIT meanwhile.
+   */
   protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     const params = parseOperation(name, args);
-    let cursor: unknown = null;
-    do {
-      const db = this.#connection();
-      const page = await this.#withRetry(() => runPage(db, name, params, cursor), false);
-      yield* page.items as Array<ResultOf<K>>;
-      cursor = page.next;
-    } while (cursor !== null);
+    this.#connection();
+    const snapshot = ExportSnapshot.open(this.#options.path, this.#options.busyTimeoutMs);
+    this.#snapshots.add(snapshot);
+    const watch = setInterval(() => {
+      const growth = snapshot.walGrowth();
+      if (growth > EXPORT_WAL_GROWTH_LIMIT) snapshot.end(walHeldError(`the WAL grew by ${(growth / 1048576).toFixed(1)} MiB`, EXPORT_WAL_GROWTH_LIMIT));
+    }, SNAPSHOT_WATCH_MS);
+    watch.unref();
+    try {
+      let cursor: unknown = null;
+      do {
+        this.#connection();
+        const page = snapshot.page(name, params, cursor);
+        yield* page.items as Array<ResultOf<K>>;
+        cursor = page.next;
+      } while (cursor !== null);
+    } finally {
+      clearInterval(watch);
+      this.#snapshots.delete(snapshot);
+      snapshot.close();
+    }
   }
 
   close(): Promise<void> {
+    for (const snapshot of this.#snapshots) snapshot.end(new SessionDBError("CLOSED", "this SessionDB handle was closed during the export"));
     this.#closed ??= this.#writes.idle().then(() => {
       const db = this.#db;
       this.#db = null;

@@ -6,13 +6,16 @@ import { messagesOf } from "./messages.js";
 import { read, stream } from "./define-operation.js";
 import { SESSION_SELECT } from "./rows.js";
 import { getSessionRow } from "./sessions.js";
+import { inReadSnapshot } from "./transaction.js";
 
 export const exportSession = read(
   (args) => ({ id: str(args[0], "id") }),
-  (db, p): SessionExport | null => {
-    const session = getSessionRow(db, p.id);
-    return session === null ? null : { ...session, messages: messagesOf(db, session.id) };
-  },
+  // The row's counters and the messages are read on one snapshot, so they agree.
+  (db, p): SessionExport | null =>
+    inReadSnapshot(db, () => {
+      const session = getSessionRow(db, p.id);
+      return session === null ? null : { ...session, messages: messagesOf(db, session.id) };
+    }),
 );
 
 /** Where the next page starts: after this session in (started_at DESC, id DESC) order. */
@@ -26,11 +29,13 @@ export const PAGE_MESSAGES = 5000;
 
 /**
  * A page holds up to 200 sessions, and stops early once it holds 5,000 messages, so a page stays
- * small whatever the database holds. Keyset paging: sessions added meanwhile never shift a page.
+ * small whatever the database holds. Keyset paging. Every page of one export must be read on one
+ * snapshot (`ExportSnapshot`: direct mode, the daemon's export threads); a page alone is read in
+ * one read transaction, so its sessions' counters match their messages.
  */
 export const exportAll = stream(
   (args) => ({ source: optStr(field(optObject(args[0], "opts"), "source"), "opts.source") }),
-  (db, p, cursor: ExportCursor | null) => {
+  (db, p, cursor: ExportCursor | null) => inReadSnapshot(db, () => {
     const sessions = sql(
       db,
       `SELECT ${SESSION_SELECT} FROM sessions s
@@ -47,7 +52,7 @@ export const exportAll = stream(
       if (messages >= PAGE_MESSAGES) break;
     }
     return { items, next: nextPage(items, sessions.length) };
-  },
+  }),
 );
 
 /** Where the page after `items` starts (`fetched` sessions were read for it), or null at the end. */

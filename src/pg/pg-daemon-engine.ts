@@ -5,6 +5,7 @@ import { openPgPool } from "./pg-connection.js";
 import { toPgSessionDBError } from "./pg-errors.js";
 import { openPgDatabase } from "./pg-open.js";
 import { PgReaders } from "./pg-readers.js";
+import { PgSnapshots } from "./pg-snapshot.js";
 import { PgWriter } from "./pg-writer.js";
 import { readOnly } from "./pg-store.js";
 import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
@@ -17,6 +18,8 @@ import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
 export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<DaemonEngine> {
   const writerPool = await openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer" });
   const readerPool = await openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
+  // Connects only when an export runs.
+  const exportPool = await openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon export" });
   try {
     const writable = await openPgDatabase(writerPool);
     const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);
@@ -24,6 +27,7 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
       engine: "postgres",
       writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable }),
       readers: new PgReaders(readerPool, resolved.readers),
+      snapshots: new PgSnapshots(exportPool),
       stopHousekeeping: () => undefined,
       readOnly: !writable,
       fileSchemaVersion,
@@ -34,6 +38,7 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
   } catch (err) {
     await writerPool.end().catch(() => undefined);
     await readerPool.end().catch(() => undefined);
+    await exportPool.end().catch(() => undefined);
     throw toPgSessionDBError(err);
   }
 }

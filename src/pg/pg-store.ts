@@ -6,7 +6,8 @@ import { parseCall, WriteQueue } from "../direct/write-queue.js";
 import { Store } from "../store.js";
 import { openPgPool, type PgPool } from "./pg-connection.js";
 import { toPgSessionDBError } from "./pg-errors.js";
-import { runPgOperation, runPgPage } from "./pg-operations.js";
+import { runPgOperation } from "./pg-operations.js";
+import { PgSnapshot } from "./pg-snapshot.js";
 import { openPgDatabase } from "./pg-open.js";
 import { inPgTransaction } from "./pg-transaction.js";
 
@@ -62,15 +63,22 @@ export class PgStore extends Store {
     );
   }
 
+  /** Every page on one snapshot: a connection of the pool held in a read-only transaction until the end. */
   protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     const params = parseOperation(name, args);
-    let cursor: unknown = null;
-    do {
-      this.#checkOpen();
-      const page = await runPgPage(this.#pool, name, params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
-      yield* page.items as Array<ResultOf<K>>;
-      cursor = page.next;
-    } while (cursor !== null);
+    this.#checkOpen();
+    const snapshot = await PgSnapshot.open(this.#pool);
+    try {
+      let cursor: unknown = null;
+      do {
+        this.#checkOpen();
+        const page = await snapshot.page(name, params, cursor);
+        yield* page.items as Array<ResultOf<K>>;
+        cursor = page.next;
+      } while (cursor !== null);
+    } finally {
+      await snapshot.close();
+    }
   }
 
   close(): Promise<void> {

@@ -9,6 +9,7 @@ import type { PgQueryable } from "./pg-connection.js";
 import { messagesOf } from "./pg-messages.js";
 import { one, rows, type PgRunners } from "./pg-operation.js";
 import { sessionRow, titleOwner } from "./pg-sessions.js";
+import { inPgReadSnapshot } from "./pg-snapshot.js";
 
 const insertSql = (table: string, columns: readonly string[]) =>
   `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`;
@@ -67,12 +68,15 @@ async function runImport(db: PgQueryable, p: ImportParams): Promise<ImportResult
 }
 
 export const transferRunners = {
-  async exportSession(db, p) {
-    const session = await sessionRow(db, p.id);
-    return session === null ? null : { ...session, messages: await messagesOf(db, session.id) };
-  },
+  // The row's counters and the messages are read on one snapshot, so they agree.
+  exportSession: (pool, p) =>
+    inPgReadSnapshot(pool, async (db) => {
+      const session = await sessionRow(db, p.id);
+      return session === null ? null : { ...session, messages: await messagesOf(db, session.id) };
+    }),
 
-  async exportAll(db, p, cursor) {
+  /** One page; an export's pages must share one snapshot (`PgSnapshot`: the daemon's and direct mode's streams). */
+  exportAll: (pool, p, cursor) => inPgReadSnapshot(pool, async (db) => {
     const after = cursor as ExportCursor | null;
     const sessions = await rows<SessionRow>(
       db,
@@ -91,7 +95,7 @@ export const transferRunners = {
       if (messages >= PAGE_MESSAGES) break;
     }
     return { items, next: nextPage(items, sessions.length) };
-  },
+  }),
 
   importSession: runImport,
 } satisfies Partial<PgRunners>;

@@ -120,6 +120,54 @@ export function exportContract(open: Opener): void {
       assert.ok(cli.every((s) => s.source === "cli"));
     });
 
+    test("one snapshot: what is written, created or deleted while it streams is not in it; counters match messages", async (t) => {
+      const { db, path } = await fresh(t, open);
+      // Many pages of small sessions: far more than the socket's buffers hold, so in daemon mode
+      // the last pages are read after the writes below.
+      const SESSIONS = 3000;
+      const id = (i: number) => `snap-${String(i).padStart(4, "0")}`;
+      rawWrite(path, (raw) => {
+        const session = raw.prepare("INSERT INTO sessions (id, source, started_at, message_count) VALUES (?, 'cli', ?, 1)");
+        const message = raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)");
+        for (let i = 0; i < SESSIONS; i++) {
+          session.run(id(i), T0 + i);
+          message.run(id(i), `${id(i)} `.padEnd(1000, "x"), T0 + i);
+        }
+      });
+      const seen = new Map<string, number>();
+      for await (const session of db.exportAll()) {
+        if (seen.size === 0) {
+          // The export has begun: the oldest sessions (its last page) change now, written by
+          // another process (a daemon client's own replies would wait behind the export's pages,
+          // which it reads only as fast as they are consumed).
+          rawWrite(path, (raw) => {
+            raw.prepare("INSERT INTO messages (session_id, role, content, tool_calls, timestamp) VALUES (?, 'assistant', 'after the export began', '[{\"id\": 1}]', ?)").run(id(0), T0 + SESSIONS);
+            raw.prepare("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + 1 WHERE id = ?").run(id(0));
+          });
+          rawWrite(path, (raw) => {
+            raw.prepare("DELETE FROM messages WHERE session_id = ?").run(id(1));
+            raw.prepare("DELETE FROM sessions WHERE id = ?").run(id(1));
+          });
+          rawWrite(path, (raw) => {
+            raw.prepare("INSERT INTO sessions (id, source, started_at, message_count) VALUES ('late', 'cli', ?, 1)").run(T0 - 1);
+            raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('late', 'user', 'late', ?)").run(T0 - 1);
+          });
+        }
+        assert.ok(!seen.has(session.id), `${session.id} exported twice`);
+        assert.equal(session.messages.length, session.message_count, `${session.id}: message_count`);
+        assert.equal(toolCallsOf(session.messages), session.tool_call_count, `${session.id}: tool_call_count`);
+        seen.set(session.id, session.messages.length);
+      }
+      assert.equal(seen.size, SESSIONS, "exactly the sessions there were when the export began");
+      assert.ok(!seen.has("late"), "a session created after the export began is not in it");
+      assert.ok(seen.has(id(1)), "a session deleted after the export began is in it");
+      assert.equal(seen.get(id(0)), 1, "a message appended after the export began is not in it");
+      const after = await db.exportSession(id(0));
+      assert.equal(after?.messages.length, 2);
+      assert.equal(after?.message_count, 2);
+      assert.equal(after?.tool_call_count, 1);
+    });
+
     test("stopping early leaves the handle usable and close() does not hang", async (t) => {
       const { db, path } = await fresh(t, open);
       bulkInsert(path);
@@ -132,6 +180,17 @@ export function exportContract(open: Opener): void {
       await closeWithin(db, 5000);
     });
   });
+}
+
+/** How many tool calls messages hold, as the store counts them (an array counts its elements). */
+export function toolCallsOf(messages: ReadonlyArray<{ tool_calls: unknown }>): number {
+  let calls = 0;
+  for (const m of messages) {
+    if (m.tool_calls === null || m.tool_calls === undefined) continue;
+    const value: unknown = typeof m.tool_calls === "string" ? JSON.parse(m.tool_calls) : m.tool_calls;
+    calls += Array.isArray(value) ? value.length : 1;
+  }
+  return calls;
 }
 
 async function closeWithin(db: SessionDB, ms: number): Promise<void> {
