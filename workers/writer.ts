@@ -16,6 +16,7 @@ import { newerSchemaError } from "../src/engine/database-file.js";
 import { openDatabase } from "../src/engine/open-database.js";
 import { runOperation } from "../src/engine/operations.js";
 import { stillServed } from "../src/file-identity.js";
+import { WalFiles, type WalLoss } from "../src/daemon/wal-files.js";
 import { inWriteTransaction, jitterMs, retryBusySync, type RetryPolicy } from "../src/engine/transaction.js";
 import { deletesMessages } from "../src/operation-catalogue.js";
 import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../src/engine/fts-merge.js";
@@ -59,6 +60,10 @@ let busySince: number | null = null;
 let reclaimWal = false;
 /** Set once a commit found the path naming another file: nothing more is applied to the old one. */
 let fileReplaced = false;
+/** The writer's own descriptors on the `-wal` and `-shm`, checked before each COMMIT (null: not watched). */
+let walFiles: WalFiles | null = null;
+/** Set once the `-wal` or `-shm` was found removed or truncated: nothing more is written. */
+let walLost: WalLoss | null = null;
 /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
 let held = false;
 /** Fault injection: the thread dies right after its next COMMIT, before answering that batch. */
@@ -227,6 +232,7 @@ const db: Connection | null = (() => {
     if (newerVersion !== null) return conn;
     conn.pragma(`journal_size_limit = ${Math.floor(config.walLimitBytes)}`);
     cjkIndexed = ensureCjkIndex(conn);
+    walFiles = watchWalFiles();
     cjkBehind = cjkIndexed;
     cjkSweep = cjkIndexed;
     tx = {
@@ -243,6 +249,56 @@ const db: Connection | null = (() => {
     return null;
   }
 })();
+
+/** Opens the writer's descriptors on its WAL and wal-index; a failure leaves them unwatched (logged). */
+function watchWalFiles(): WalFiles | null {
+  try {
+    return WalFiles.open(config.path);
+  } catch (err) {
+    post({ type: "log", line: `the WAL is not watched: ${(err as Error).message}` });
+    return null;
+  }
+}
+
+/**
+ * Whether the WAL and wal-index are still the files opened, whole. The first time they are not,
+ * says so to the daemon (which stops) and, after a truncation, cuts what is left of the WAL to a
+ * length that replays consistently. An unlinked WAL is still ours to read: the checkpoints that
+ * follow (`salvageWal` at once, and the one at the close) copy it into the database,
+ * acknowledged writes with it.
+ */
+function walStillOurs(conn: Connection, locked = true): boolean {
+  if (walLost !== null) return false;
+  let loss = walFiles?.check() ?? null;
+  if (loss !== null && !locked) {
+    // Without the write lock another process may be resetting the WAL (a TRUNCATE checkpoint
+    // empties the index, then the file): a moment later that shows whole.
+    pause(5);
+    loss = walFiles?.check() ?? null;
+  }
+  if (loss === null) return true;
+  walLost = loss;
+  let line = loss.message;
+  if (loss.kind === "truncated") {
+    try {
+      const kept = walFiles!.cutToLastCommit();
+      line += kept === 0 ? "; the rest of it was emptied (the database file holds the last checkpoint)" : `; it was cut back to its last whole transaction (${kept} frames)`;
+    } catch (err) {
+      line += `; cutting it back failed: ${(err as Error).message}`;
+    }
+  }
+  post({ type: "walLost", kind: loss.kind, message: line });
+  return false;
+}
+
+/** An unlinked WAL is copied into the database at once (outside any transaction: a checkpoint cannot run in one). */
+function salvageWal(conn: Connection): void {
+  if (walLost?.kind === "removed" && !conn.inTransaction) checkpoint(conn, "PASSIVE", false);
+}
+
+function walLostError(loss: WalLoss): SessionDBError {
+  return new SessionDBError("UNAVAILABLE", `${loss.message}; this write was not applied; the daemon is stopping, retry`);
+}
 
 function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
@@ -320,6 +376,11 @@ function runBatch(conn: Connection): boolean {
     post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, replaced())) });
     return true;
   }
+  if (walLost !== null) {
+    const loss = walLost;
+    post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, walLostError(loss))) });
+    return true;
+  }
   if (newerVersion !== null) {
     const version = newerVersion;
     post({ type: "unapplied", outcomes: queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))) });
@@ -358,10 +419,19 @@ function runBatch(conn: Connection): boolean {
     committing[0] = jobs[0]?.seq ?? 0;
     committing[1] = jobs.at(-1)?.seq ?? 0;
     try {
-      tx.commit.run();
-      if (!stillServed(config.path, config.identity)) {
-        fileReplaced = true;
-        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+      // Checked under the write lock, before COMMIT writes: a WAL cut short would get frames
+      // past a hole, unseen by any size check afterwards.
+      if (!walStillOurs(conn)) {
+        tx.rollback.run();
+        salvageWal(conn);
+        const loss = walLost!;
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, walLostError(loss))));
+      } else {
+        tx.commit.run();
+        if (!stillServed(config.path, config.identity)) {
+          fileReplaced = true;
+          outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, replaced())));
+        }
       }
     } catch (err) {
       if (conn.inTransaction) tx.rollback.run();
@@ -383,6 +453,11 @@ function runBatch(conn: Connection): boolean {
 
 /** The checkpoint's result, or null when it failed (the failure goes to the daemon, which logs it). */
 function checkpoint(conn: Connection, mode: "PASSIVE" | "TRUNCATE", requested: boolean): CheckpointResult | null {
+  if (walLost?.kind === "truncated") {
+    // What is left of the WAL stays as cut: a checkpoint would copy a part of it, and no more.
+    post({ type: "checkpointFailed", error: toWireError(walLostError(walLost)), requested });
+    return null;
+  }
   if (newerVersion !== null) {
     // Not our file to write: a checkpoint would copy the WAL into it.
     const result = { mode, busy: 0, log: 0, checkpointed: 0 };
@@ -422,14 +497,21 @@ function ensureCjkIndex(conn: Connection): boolean {
  */
 function idleCatchUp(conn: Connection): boolean {
   try {
+    if (walLost !== null) return false;
     return inWriteTransaction(conn, () => {
       const more = catchUpCjkIndex(conn, CJK_IDLE_ROWS);
       caughtUp();
-      if (more) return true;
-      if (cjkSweep) cjkSweep = sweepCjkIndex(conn);
-      return cjkSweep;
+      let again = more;
+      if (!more && cjkSweep) again = cjkSweep = sweepCjkIndex(conn);
+      // Rolled back (by the throw) rather than committed into a WAL that is no longer ours.
+      if (!walStillOurs(conn)) throw walLostError(walLost!);
+      return again;
     });
   } catch (err) {
+    if (walLost !== null) {
+      salvageWal(conn);
+      return false;
+    }
     if (!isBusyError(err)) post({ type: "log", line: `CJK index upkeep failed: ${toSessionDBError(err).message}` });
     return false;
   }
@@ -488,6 +570,7 @@ function step(): void {
     if (merging !== null) maintained(merging.id, { ok: false, error: stopped() });
     merging = null;
     checkpoint(conn, "TRUNCATE", false);
+    walFiles?.close();
     conn.close();
     post({ type: "closed" });
     port.close();
@@ -507,7 +590,8 @@ function step(): void {
         uncaughtRequests = 0;
         cjkBehind = true;
         schedule();
-      } else {
+      } else if (walStillOurs(conn, false) || walLost?.kind === "removed") {
+        // An unlinked WAL is checkpointed too: that copies what it holds into the database.
         checkpoint(conn, "PASSIVE", false);
       }
     }, config.idleCheckpointMs);

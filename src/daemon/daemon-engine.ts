@@ -81,6 +81,11 @@ export interface DaemonEngine {
   readonly writer: DaemonWriter;
   readonly readers: DaemonReaders;
   readonly snapshots: DaemonSnapshots;
+  /**
+   * Resolves with why once the engine's files were damaged under it (SQLite: its `-wal` or
+   * `-shm` removed or truncated): it applies no more writes, and the daemon stops, failing.
+   */
+  readonly filesLost?: Promise<string>;
   /** Stops the engine's own housekeeping (SQLite's WAL guard) before the writer closes. */
   stopHousekeeping(): void;
   /**

@@ -56,8 +56,8 @@ export class Daemon {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
   readonly #dispatch: RequestDispatch;
-  /** Set when the path stopped naming the file served: the daemon stops. */
-  #fileLost: "replaced" | "removed" | null = null;
+  /** Set when the path stopped naming the file served, or its WAL was removed or truncated: the daemon stops. */
+  #fileLost: "replaced" | "removed" | "wal" | null = null;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
   /** Enforces the connections' time limits (incomplete frames, idle connections). */
   readonly #sweeper: NodeJS.Timeout;
@@ -92,6 +92,12 @@ export class Daemon {
       for (const connection of this.#connections) connection.sweep(now);
     }, Math.min(1000, options.frameTimeoutMs / 2, options.idleConnectionTimeoutMs / 2));
     this.#sweeper.unref();
+    void engine.filesLost?.then((why) => {
+      if (this.#closing !== null) return;
+      this.#fileLost = "wal";
+      options.log(`${why}; stopping (exit 1, so a service restarts the daemon on whole files)`);
+      void this.close();
+    });
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
@@ -150,9 +156,12 @@ export class Daemon {
     }
   }
 
-  /** True once the daemon stopped because another file took its file's path (a failure: `serve` exits 1). */
+  /**
+   * True once the daemon stopped because another file took its file's path, or its `-wal` or
+   * `-shm` was removed or truncated under it (a failure: `serve` exits 1, so a service restarts it).
+   */
   get fileReplaced(): boolean {
-    return this.#fileLost === "replaced";
+    return this.#fileLost === "replaced" || this.#fileLost === "wal";
   }
 
   get socketPath(): string {

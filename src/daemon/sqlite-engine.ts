@@ -36,6 +36,7 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
       writer,
       readers,
       snapshots,
+      filesLost: writer.walLost,
       stopHousekeeping: () => walGuard.stop(),
       readOnly: writer.newerVersion !== null,
       fileSchemaVersion: writer.newerVersion ?? SCHEMA_VERSION,

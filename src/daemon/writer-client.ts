@@ -76,6 +76,9 @@ export class WriterClient {
   #restarts = 0;
   /** The file's schema version when a newer Hermes made it (the file is served read-only), else null. */
   newerVersion: number | null = null;
+  /** Resolves with why, once the writer found its `-wal` or `-shm` removed or truncated (it applies nothing more). */
+  readonly walLost: Promise<string>;
+  #onWalLost!: (why: string) => void;
 
   readonly #log: (line: string) => void;
 
@@ -84,6 +87,7 @@ export class WriterClient {
     this.#config = { ...config, committing };
     this.#committing = new Float64Array(committing);
     this.#log = log;
+    this.walLost = new Promise((resolve) => (this.#onWalLost = resolve));
   }
 
   /** Starts the writer thread; what it has to say goes to `log` (the daemon's). */
@@ -304,6 +308,9 @@ export class WriterClient {
         else if (err.code !== "BUSY") this.#log(`checkpoint failed: ${err.message}`);
         break;
       }
+      case "walLost":
+        this.#onWalLost(message.message);
+        break;
       case "log":
         this.#log(message.line);
         break;

@@ -94,6 +94,8 @@ export type FromWriter =
   /** `requested` is false for the writer's own idle checkpoints. */
   | { type: "checkpointed"; result: CheckpointResult; requested: boolean }
   | { type: "checkpointFailed"; error: WireError; requested: boolean }
+  /** The `-wal` or `-shm` was removed or truncated under the daemon: no write is applied from now on, and the daemon stops. */
+  | { type: "walLost"; kind: "removed" | "truncated"; message: string }
   /** A line for the daemon's log. */
   | { type: "log"; line: string }
   | { type: "maintained"; id: number; outcome: { ok: true; result: unknown } | { ok: false; error: WireError } }

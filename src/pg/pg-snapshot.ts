@@ -14,8 +14,9 @@ import { runPgPage } from "./pg-operations.js";
 
 const BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
+/** A pool (a pooled client has `connect` too, but no counts). */
 function isPool(db: PgQueryable): db is PgPool {
-  return typeof (db as Partial<PgPool>).connect === "function";
+  return typeof (db as Partial<PgPool>).idleCount === "number";
 }
 
 /** Runs `fn` on one snapshot: on a connection of the pool in a read-only transaction, or (a connection already in a transaction) as it is. */
