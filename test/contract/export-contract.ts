@@ -124,14 +124,14 @@ export function exportContract(open: Opener): void {
       const { db, path } = await fresh(t, open);
       // Many pages of small sessions: far more than the socket's buffers hold, so in daemon mode
       // the last pages are read after the writes below.
-      const SESSIONS = 3000;
+      const SESSIONS = 1200;
       const id = (i: number) => `snap-${String(i).padStart(4, "0")}`;
       rawWrite(path, (raw) => {
         const session = raw.prepare("INSERT INTO sessions (id, source, started_at, message_count) VALUES (?, 'cli', ?, 1)");
         const message = raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)");
         for (let i = 0; i < SESSIONS; i++) {
           session.run(id(i), T0 + i);
-          message.run(id(i), `${id(i)} `.padEnd(1000, "x"), T0 + i);
+          message.run(id(i), `${id(i)} `.padEnd(2500, "x"), T0 + i);
         }
       });
       const seen = new Map<string, number>();
