@@ -18,7 +18,7 @@ interface ServeFlags {
 export function registerServe(program: Command): void {
   program
     .command("serve")
-    .description("run the daemon for the database in the foreground (logs to stderr; exits 1 if the file is replaced under it)")
+    .description("run the daemon for the database in the foreground (logs to stderr; exits 1 if the file is replaced, or its -wal or -shm removed or truncated, under it)")
     .option("--socket <path>", "the Unix socket (default: derived from the database path); only a stale socket of ours there is replaced, anything else makes serve refuse")
     .option("--readers <n>", "reader threads (default: the number of cores, 2 to 8)", positiveInt)
     .addOption(new Option("--synchronous <mode>", "FULL survives power loss; NORMAL commits faster").choices(["FULL", "NORMAL"]).default("FULL"))
