@@ -240,7 +240,18 @@ class SessionDB(Operations):
         file_connection.py); None after ``close()``, as the reference's."""
         if self._closed:
             return None
-        return self._file.get()
+        return self._file.get(self._served_name)
+
+    def _served_name(self) -> str:
+        """The name the daemon serves the file by (its hello), for ``_conn``: never another
+        name of the same file, which would be a second WAL beside the daemon's."""
+        try:
+            hello = self._connected(time.monotonic() + self._target.timeout).hello
+        except UnavailableError:
+            if daemon_holds(self._target.database):
+                raise
+            return self._target.database  # no daemon at all: the file by its own name
+        return hello.get("database") or self._target.database
 
     # The reference's write helper, for code that calls it past the public API: ``fn(conn)``
     # inside BEGIN IMMEDIATE on ``_conn``, retried with 20-150 ms of jitter while the file is
@@ -253,7 +264,7 @@ class SessionDB(Operations):
         import random
         import sqlite3
 
-        conn = self._file.get()
+        conn = self._file.get(self._served_name)
         last: Optional[Exception] = None
         for attempt in range(self._WRITE_MAX_RETRIES):
             try:

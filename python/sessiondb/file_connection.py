@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from .errors import NoFileConnectionError
 from .pg_url import is_postgres_url, url_without_secrets
@@ -39,7 +39,10 @@ class FileConnection:
         self._guard = threading.Lock()
         self._conn: Optional[sqlite3.Connection] = None
 
-    def get(self) -> sqlite3.Connection:
+    def get(self, served_name: Optional[Callable[[], str]] = None) -> sqlite3.Connection:
+        """The connection, opened on first use by ``served_name()`` when given: the name the
+        daemon serves the file by. SQLite keeps the WAL beside each name, so a connection by
+        another name of the same file (a hard link) would be a second writer and corrupt it."""
         if is_postgres_url(self._location):
             raise NoFileConnectionError(
                 "UNAVAILABLE",
@@ -50,7 +53,7 @@ class FileConnection:
             )
         with self._guard:
             if self._conn is None:
-                self._conn = open_file_connection(self._location, self._timeout)
+                self._conn = open_file_connection(served_name() if served_name else self._location, self._timeout)
             return self._conn
 
     def close(self) -> None:

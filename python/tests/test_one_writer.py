@@ -142,3 +142,26 @@ def test_stale_lock_files_of_a_dead_daemon_are_removed_by_the_next_client(start_
 
     assert not remove_stale_lock(held)
     assert os.path.exists(held)
+
+
+def test_conn_through_a_hard_link_writes_under_the_daemons_name(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    hard = tmp / "hard.db"
+    os.link(daemon.db, hard)
+    with SessionDB(hard, autostart=False) as db:
+        db.create_session("s", "cli")
+        db._conn.execute("UPDATE sessions SET title = 'through _conn' WHERE id = 's'")
+        assert db.get_session("s")["title"] == "through _conn"
+    assert not os.path.exists(f"{hard}-wal"), "_conn wrote the file under the hard link's name: a second WAL"
+
+
+def test_autostart_leaves_no_lock_file_behind(tmp: Path, bin_env: Path):
+    from test_autostart import stop_daemon
+
+    db_path = tmp / "state.db"
+    try:
+        with SessionDB(db_path) as db:
+            db.create_session("s", "cli")
+        assert not os.path.exists(f"{db_path}.autostart-lock")
+    finally:
+        stop_daemon(db_path)
