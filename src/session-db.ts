@@ -73,6 +73,12 @@ export interface SessionDB {
   getMessages(sessionId: string): Promise<MessageRow[]>;
   getMessagesAsConversation(sessionId: string): Promise<ConversationMessage[]>;
   clearMessages(sessionId: string): Promise<void>;
+  /**
+   * Removes the session's last message (the newest by timestamp, then id) and returns it as
+   * `getMessages` shows it, in one write; null when the session has none. The session's
+   * `message_count` and `tool_call_count` go down with it. (The OpenAI Agents SDK's `pop_item`.)
+   */
+  popMessage(sessionId: string): Promise<MessageRow | null>;
   searchMessages(query: string, opts?: SearchOptions): Promise<SearchHit[]>;
   searchSessions(opts?: SearchSessionsOptions): Promise<SessionRow[]>;
   sessionCount(opts?: { source?: string | null }): Promise<number>;

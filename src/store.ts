@@ -54,6 +54,7 @@ export abstract class Store implements SessionDB {
   getMessages(...a: ParamsOf<"getMessages">) { return this.call("getMessages", a); }
   getMessagesAsConversation(...a: ParamsOf<"getMessagesAsConversation">) { return this.call("getMessagesAsConversation", a); }
   clearMessages(...a: ParamsOf<"clearMessages">) { return this.call("clearMessages", a); }
+  popMessage(...a: ParamsOf<"popMessage">) { return this.call("popMessage", a); }
   searchMessages(...a: ParamsOf<"searchMessages">) { return this.call("searchMessages", a); }
   searchSessions(...a: ParamsOf<"searchSessions">) { return this.call("searchSessions", a); }
   sessionCount(...a: ParamsOf<"sessionCount">) { return this.call("sessionCount", a); }

@@ -218,6 +218,11 @@ class Operations:
             return self._result(None)
         return self._call("clearMessages", WRITE, [text(session_id, "session_id")])
 
+    def pop_message(self, session_id: str) -> Any:
+        """Not in the reference: removes the session's newest message and returns it (as
+        ``get_messages`` shows it), or None when it has none; the counters follow. One write."""
+        return self._call("popMessage", WRITE, [session_id])
+
     def delete_session(self, session_id: str) -> Any:
         if session_id is None:
             return self._result(False)

@@ -95,6 +95,19 @@ export const clearMessages = write(sessionIdArg, (db, p): void => {
   sql(db, "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?").run(p.sessionId);
 });
 
+export const popMessage = write(sessionIdArg, (db, p): MessageRow | null => {
+  const row = sql(db, `SELECT ${MESSAGE_SELECT} FROM messages m WHERE m.session_id = ? ORDER BY m.timestamp DESC, m.id DESC LIMIT 1`).get(
+    p.sessionId,
+  ) as Parameters<typeof decodeMessage>[0] | undefined;
+  if (row === undefined) return null;
+  const message = decodeMessage(row);
+  sql(db, "DELETE FROM messages WHERE id = ?").run(message.id);
+  sql(db, "UPDATE sessions SET message_count = max(message_count - 1, 0), tool_call_count = max(tool_call_count - ?, 0) WHERE id = ?").run(
+    toolCallCount(message.tool_calls), p.sessionId,
+  );
+  return message;
+});
+
 export const messageCount = read(
   (args) => ({ sessionId: optStr(field(optObject(args[0], "opts"), "sessionId"), "opts.sessionId") }),
   (db, p) =>

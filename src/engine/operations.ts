@@ -46,6 +46,7 @@ export const operations = {
   getMessages: messages.getMessages,
   getMessagesAsConversation: messages.getMessagesAsConversation,
   clearMessages: messages.clearMessages,
+  popMessage: messages.popMessage,
   searchMessages: search.searchMessages,
   searchSessions: sessions.searchSessions,
   sessionCount: sessions.sessionCount,

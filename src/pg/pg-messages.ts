@@ -2,7 +2,7 @@
 import { now } from "../engine/connection.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../engine/rows.js";
 import { PROJECTED, preview } from "../engine/listing.js";
-import { toConversation, type StoredConversationRow } from "../engine/messages.js";
+import { toConversation, toolCallCount, type StoredConversationRow } from "../engine/messages.js";
 import type { MessageRow, RichSessionRow, SourceCount } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { list, one, rows, type PgRunners } from "./pg-operation.js";
@@ -103,6 +103,22 @@ export const messageRunners = {
   async clearMessages(db, p) {
     await db.query("DELETE FROM messages WHERE session_id = $1", [p.sessionId]);
     await db.query("UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = $1", [p.sessionId]);
+  },
+
+  async popMessage(db, p) {
+    const row = await one<Parameters<typeof decodeMessage>[0]>(
+      db,
+      `SELECT ${MESSAGE_SELECT} FROM messages m WHERE m.session_id = $1 ORDER BY m.timestamp DESC, m.id DESC LIMIT 1 FOR UPDATE`,
+      [p.sessionId],
+    );
+    if (row === undefined) return null;
+    const message = decodeMessage(row);
+    await db.query("DELETE FROM messages WHERE id = $1", [message.id]);
+    await db.query(
+      "UPDATE sessions SET message_count = GREATEST(message_count - 1, 0), tool_call_count = GREATEST(tool_call_count - $2, 0) WHERE id = $1",
+      [p.sessionId, toolCallCount(message.tool_calls)],
+    );
+    return message;
   },
 
   async messageCount(db, p) {

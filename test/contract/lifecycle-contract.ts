@@ -38,6 +38,7 @@ const EVERY_METHOD = Object.entries({
   getMessages: (db) => db.getMessages("s"),
   getMessagesAsConversation: (db) => db.getMessagesAsConversation("s"),
   clearMessages: (db) => db.clearMessages("s"),
+  popMessage: (db) => db.popMessage("s"),
   searchMessages: (db) => db.searchMessages("hello"),
   searchSessions: (db) => db.searchSessions(),
   sessionCount: (db) => db.sessionCount(),

@@ -238,6 +238,28 @@ export function messagesContract(open: Opener): void {
       await db.clearMessages("ghost");
     });
 
+    test("popMessage removes the newest message (by timestamp, then id) and returns it; the counters follow; null when none", async (t) => {
+      const { db, path } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      await db.createSession("other", "cli");
+      const a = await db.appendMessage("s", { role: "user", content: "first" });
+      await db.appendMessage("s", { role: "assistant", content: null, toolCalls: [{ id: "c1" }, { id: "c2" }] });
+      await db.appendMessage("other", { role: "user", content: "elsewhere" });
+      const [, call] = await db.getMessages("s");
+      const popped = await db.popMessage("s");
+      assert.deepEqual(popped, call, "the message as getMessages showed it");
+      const session = await db.getSession("s");
+      assert.deepEqual([session?.message_count, session?.tool_call_count], [1, 0]);
+      // The order is getMessages': a message stamped later comes off first, whatever its id.
+      const b = await db.appendMessage("s", { role: "user", content: "second" });
+      setMessage(path, a, { timestamp: nowSeconds() + 1000 });
+      assert.equal((await db.popMessage("s"))?.id, a);
+      assert.equal((await db.popMessage("s"))?.id, b);
+      assert.equal(await db.popMessage("s"), null);
+      assert.equal(await db.popMessage("ghost"), null);
+      assert.equal(await db.messageCount({ sessionId: "other" }), 1, "other sessions keep their messages");
+    });
+
     test("messageCount counts all messages or one session's", async (t) => {
       const { db } = await fresh(t, open);
       assert.equal(await db.messageCount(), 0);
