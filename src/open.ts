@@ -21,8 +21,10 @@ export async function openSessionDB(options: OpenOptions = {}): Promise<SessionD
     try {
       return new AutoStore(await connectOrStart(resolved), resolved);
     } catch (err) {
-      // A daemon holds the file but does not answer: no direct writer beside it.
-      if (toSessionDBError(err).code !== "UNAVAILABLE" || err instanceof HeldFileError) throw err;
+      // A daemon holds the file but does not answer: no direct writer beside it. PERMISSION:
+      // autostart found the file not this user's to serve; direct mode may still read it.
+      const { code } = toSessionDBError(err);
+      if ((code !== "UNAVAILABLE" && code !== "PERMISSION") || err instanceof HeldFileError) throw err;
       return await openDirect(await directOptions(resolved, err instanceof NoDaemonError));
     }
   } catch (err) {

@@ -10,13 +10,13 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 
 from .autostart import start_daemon
 from .connection import Connection, Lost, NoDaemon
-from .errors import ClosedError, InvalidArgumentError, UnavailableError, UntrustedSocketError
+from .errors import ClosedError, FilePermissionError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .file_connection import FileConnection
 from .operations import READ, Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .paths import (
     candidate_sockets, check_regular_file, database_identity, default_database_path, default_socket_path,
-    identity_lock_path,
+    identity_lock_path, write_refusal,
 )
 from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
@@ -138,6 +138,9 @@ class Target:
 
     def start_daemon(self) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
+        refusal = None if self._url else write_refusal(self.database)
+        if refusal is not None:  # no daemon serves it: say why rather than start one that refuses
+            raise FilePermissionError("PERMISSION", refusal)
         # A URL goes on the daemon's command line without its secrets, its password in the environment.
         env = pg_password_env(self._url) if self._url else None
         serve_db = url_without_secrets(self._url) if self._url else None

@@ -68,6 +68,48 @@ def check_regular_file(path: str) -> None:
         "INVALID_ARGUMENT", f"{path} is {kind}, not a database file: sessiondb opens only regular files; {fix}")
 
 
+def _login_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _user(uid: int) -> str:
+    """``uid N (name)``, as the TypeScript side names a user."""
+    name = _login_name(uid)
+    return f"uid {uid}" if name == str(uid) else f"uid {uid} ({name})"
+
+
+def write_refusal(path: str) -> Optional[str]:
+    """Why no daemon of this user may serve the file at ``path`` (its real path), or None: it,
+    or its -wal, -shm or -journal, belongs to another user, is writable by group or others, or
+    (a side file) is a link. The daemon's own rule and words (engine/file-ownership.ts), said
+    before autostart starts a daemon that would refuse."""
+    me = os.geteuid()
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        try:
+            st = os.lstat(name)
+        except OSError:
+            continue
+        mode = f"0{st.st_mode & 0o777:03o}"
+        if stat.S_ISLNK(st.st_mode):
+            return f"{name} is a symbolic link: SQLite would write wherever it points; remove it"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{name} is not a regular file; remove it"
+        if st.st_uid != me:
+            return (f"{name} belongs to {_user(st.st_uid)} (mode {mode}), not to this user ({_user(me)}): sessiondb never "
+                    f"initialises or writes another user's database; run sessiondb as that user, or, if the file is yours "
+                    f"to take, chown {_login_name(me)} {name} and chmod 600 {name}; it can still be read (direct mode opens it read-only)")
+        if st.st_mode & 0o022:
+            who = "every user" if st.st_mode & 0o002 else "its group"
+            return (f"{name} is writable by {who} (mode {mode}): others could change the conversations under you, so "
+                    f"sessiondb does not write it; chmod 600 {name} to use it; it can still be read (direct mode opens it read-only)")
+    return None
+
+
 def private_runtime_dir(env: Optional[Mapping[str, str]] = None) -> str:
     """``$XDG_RUNTIME_DIR/sessiondb``, else ``/tmp/sessiondb-<uid>`` (the daemon creates it)."""
     env = os.environ if env is None else env

@@ -13,7 +13,7 @@ import pytest
 
 from fake_daemon import FakeDaemon, hello_ok
 from sessiondb import (
-    AsyncSessionDB, DeadlineError, InvalidArgumentError, OutcomeUnknownError, SessionDB, SessionDBError,
+    AsyncSessionDB, DeadlineError, FilePermissionError, InvalidArgumentError, OutcomeUnknownError, SessionDB, SessionDBError,
     UnavailableError, UntrustedSocketError,
 )
 from sessiondb.connection import GRACE_S
@@ -75,6 +75,30 @@ def test_a_fifo_a_device_or_a_directory_as_the_database_is_invalid_argument_and_
             assert str(caught.value).startswith(f"{path} is {kind}, not a database file")
         assert {suffix for suffix in beside if os.path.exists(f"{path}{suffix}")} == existed, "nothing created beside it"
     assert [name for name in os.listdir(tmp) if name.startswith("state.db")] == ["state.db"]
+
+
+def test_a_database_others_may_write_or_own_is_file_permission_error_before_any_autostart(tmp: Path, bin_env: Path):
+    mine = tmp / "open.db"
+    mine.write_bytes(b"")
+    os.chmod(mine, 0o666)
+    cases = [(mine, "is writable by every user (mode 0666)")]
+    if os.geteuid() == 0:  # another user's empty file in a shared folder, as root sees it
+        shared = tmp / "shared"
+        shared.mkdir()
+        os.chmod(shared, 0o1777)
+        theirs = shared / "state.db"
+        theirs.write_bytes(b"")
+        os.chown(theirs, 65534, 65534)
+        os.chmod(theirs, 0o644)
+        cases.append((theirs, "belongs to uid 65534 (nobody) (mode 0644), not to this user (uid 0 (root))"))
+    for path, says in cases:
+        for make in (lambda: SessionDB(path), lambda: asyncio.run(AsyncSessionDB(path).connect())):
+            with pytest.raises(FilePermissionError) as caught:
+                make()
+            assert caught.value.code == "PERMISSION" and isinstance(caught.value, PermissionError)
+            assert f"{path} {says}" in str(caught.value)
+        assert [n for n in os.listdir(path.parent) if n.startswith(path.name)] == [path.name], "no daemon started, no log"
+        assert path.stat().st_size == 0
 
 
 def test_a_socket_in_a_directory_others_may_write_is_refused(tmp: Path):

@@ -5,6 +5,7 @@ import { isPostgresUrl, pgPassword, pgUrlWithoutSecrets } from "../pg/pg-url.js"
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
+import { writeRefusal } from "../engine/file-ownership.js";
 import type { ResolvedOptions } from "../options.js";
 import type { DaemonClient } from "./daemon-client.js";
 import { findDaemon, HeldFileError } from "./daemon-lookup.js";
@@ -41,6 +42,9 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   if (!options.create && !postgres && !existsSync(db)) {
     throw new SessionDBError("NOT_FOUND", `no database at ${db} (nothing was created, no daemon started)`);
   }
+  // No daemon serves another user's file (or one others may write): say so, rather than start one that refuses.
+  const notOurs = postgres ? null : writeRefusal(db);
+  if (notOurs !== null) throw notOurs;
   const [command, prefix] = daemonCommand();
   mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
   const log = openSync(daemonLog, "a", 0o600);

@@ -54,6 +54,9 @@ test("another user's empty 0666 state.db in a shared folder: root's serve, impor
   assertFails(await runCli(path, ["--direct", "import", "-"], { input: LINE }), 1, "error PERMISSION: ");
   await openRejects({ path, mode: "direct" }, "PERMISSION", says);
   await openRejects({ path, mode: "auto" }, "PERMISSION", says);
+  // Autostart says why no daemon can serve it, rather than start one that refuses.
+  await openRejects({ path, mode: "daemon", autostart: true }, "PERMISSION", says);
+  await openRejects({ path, mode: "auto", autostart: true }, "PERMISSION", says);
 
   assert.equal(statSync(path).size, 0, "never initialised");
   assert.deepEqual(readdirSync(dir), ["state.db"], "no -wal, -shm, -journal, lock or socket beside it");
@@ -75,6 +78,11 @@ test("another user's Hermes database: root reads it (CLI and library), every wri
   assert.equal(serve.code, 1);
   assert.match(serve.stderr, /^error PERMISSION: cannot serve: .*belongs to uid 65534 \(nobody\) \(mode 0644\)/m);
 
+  // Auto mode with autostart starts no daemon for it and reads it directly.
+  const auto = await openSessionDB({ path, mode: "auto", autostart: true });
+  assert.equal(auto.mode, "direct");
+  assert.equal((await auto.getSession("s-root"))?.source, "cli");
+  await auto.close();
   const db = await openSessionDB({ path, mode: "direct" });
   t.after(() => db.close());
   assert.equal((await db.getMessages("s-root"))[0]?.content, "root's secret");
