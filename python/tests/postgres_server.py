@@ -69,6 +69,12 @@ class PgServer:
         if result.returncode != 0:
             raise RuntimeError(f"{tool} failed ({result.returncode}): {result.stderr}{result.stdout}")
 
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: the server ends every connection and comes back; returns once
+        it accepts connections again."""
+        self._run("pg_ctl", ["-D", str(self._root / "data"), "-l", str(self._root / "log"), "-m", "fast", "-w",
+                             "-t", "60", "restart"])
+
     def url(self, database: str) -> str:
         """The URL of a database on this server, in the Unix-socket form."""
         return f"postgresql:///{database}?host={quote(str(self.socket_dir), safe='')}&user=postgres"

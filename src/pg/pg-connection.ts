@@ -47,6 +47,8 @@ export interface PgPoolOptions {
   max: number;
   /** Shown in pg_stat_activity. */
   applicationName: string;
+  /** Told when the server drops one of the pool's connections (the pool connects anew as needed). */
+  onConnectionLost?: (err: Error) => void;
 }
 
 /** A pool of connections to the database at `url` (PG* variables fill what the URL leaves out). */
@@ -59,7 +61,18 @@ export async function openPgPool(url: string, options: PgPoolOptions): Promise<P
     types: typeParsers(driver),
     idleTimeoutMillis: 30_000,
   });
-  // An idle connection the server drops (restart, admin) must not take the process down.
+  // A connection the server drops (restart, pg_terminate_backend, a network failure) emits
+  // 'error'; with no listener Node throws it and the process dies. pg-pool listens only while a
+  // connection is idle and removes its listener on checkout, so each connection gets a listener of
+  // ours for its whole life: the query in flight rejects with the failure (the engine maps it),
+  // the connection is no longer queryable, and pg-pool drops it on release.
+  pool.on("connect", (client: pg.PoolClient) => {
+    let told = false; // a dropped connection emits twice (the server's FATAL, then the socket's end)
+    client.on("error", (err: Error) => {
+      if (!told) options.onConnectionLost?.(err);
+      told = true;
+    });
+  });
   pool.on("error", () => undefined);
   return pool as unknown as PgPool;
 }

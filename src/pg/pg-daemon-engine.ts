@@ -16,10 +16,20 @@ import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
  * SQL, titles are unique by the database's index, conflicts are retried.
  */
 export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<DaemonEngine> {
-  const writerPool = await openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer" });
-  const readerPool = await openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon reader" });
+  // The pools connect again on their own; the log says why requests failed or waited meanwhile.
+  const lost = (which: string) => (err: Error) => resolved.log(`PostgreSQL dropped a ${which} connection (${err.message}); reconnecting as needed`);
+  const writerPool = await openPgPool(resolved.path, { max: 1, applicationName: "sessiondb daemon writer", onConnectionLost: lost("writer") });
+  const readerPool = await openPgPool(resolved.path, {
+    max: resolved.readers,
+    applicationName: "sessiondb daemon reader",
+    onConnectionLost: lost("reader"),
+  });
   // Connects only when an export runs.
-  const exportPool = await openPgPool(resolved.path, { max: resolved.readers, applicationName: "sessiondb daemon export" });
+  const exportPool = await openPgPool(resolved.path, {
+    max: resolved.readers,
+    applicationName: "sessiondb daemon export",
+    onConnectionLost: lost("export"),
+  });
   try {
     const writable = await openPgDatabase(writerPool);
     const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);

@@ -2,6 +2,8 @@
 import { SessionDBError, toSessionDBError } from "../errors.js";
 
 function sqlState(err: unknown): string | undefined {
+  // Node's system errors carry a code too, and EPIPE has five capitals like a SQLSTATE; theirs come with the failed syscall.
+  if (typeof (err as { syscall?: unknown } | null)?.syscall === "string") return undefined;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
@@ -21,6 +23,21 @@ export function isConnectionError(err: unknown): boolean {
   return (
     code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ENOENT" || code === "EPIPE" || code === "ETIMEDOUT" ||
     /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)
+  );
+}
+
+/** A connection lost inside a transaction, before its COMMIT was sent: nothing of it was applied. */
+export function lostBeforeCommit(err: unknown): SessionDBError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new SessionDBError("UNAVAILABLE", `the connection to PostgreSQL was lost (${message}); this write was not applied`, { cause: err });
+}
+
+/** A connection lost while its COMMIT was in flight: the transaction may or may not have committed. */
+export function lostDuringCommit(err: unknown): SessionDBError {
+  return new SessionDBError(
+    "OUTCOME_UNKNOWN",
+    "the connection to PostgreSQL was lost while committing; this write may or may not have been applied: read before retrying",
+    { cause: err },
   );
 }
 

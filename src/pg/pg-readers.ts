@@ -1,11 +1,13 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
 import type { ReaderStats } from "../protocol/control.js";
 import type { DaemonReaders } from "../daemon/daemon-engine.js";
 import type { ReadRequester } from "../daemon/reader-pool.js";
 import type { PgPool } from "./pg-connection.js";
-import { toPgSessionDBError } from "./pg-errors.js";
+import { isConnectionError, toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation } from "./pg-operations.js";
+import { reconnectDelayMs } from "./pg-backoff.js";
 
 /** The daemon's readers on PostgreSQL: a pool of connections of their own, beside the writer's. */
 export class PgReaders implements DaemonReaders {
@@ -23,12 +25,23 @@ export class PgReaders implements DaemonReaders {
 
   async run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
     // A read whose client has gone, or whose deadline has passed, is not started.
-    if (requester?.gone.aborted === true) throw new SessionDBError("CLOSED", "the client went away before this read started");
+    if (gone(requester)) throw new SessionDBError("CLOSED", "the client went away before this read started");
     if (Date.now() >= deadline) throw new SessionDBError("TIMEOUT", `${op} was not started before its deadline`);
     this.#inFlight++;
     const started = performance.now();
     try {
-      return await runPgOperation(this.#pool, op, params, cursor ?? null);
+      for (let failures = 1; ; failures++) {
+        try {
+          return await runPgOperation(this.#pool, op, params, cursor ?? null);
+        } catch (err) {
+          // A read changes nothing: one whose connection the server dropped (a restart,
+          // pg_terminate_backend) runs again on a new connection, as the writer reconnects, until
+          // its deadline; then it fails UNAVAILABLE.
+          const wait = deadline - Date.now();
+          if (!isConnectionError(err) || wait <= 0 || gone(requester)) throw err;
+          if (failures > 1) await sleep(Math.min(reconnectDelayMs(failures - 1), wait));
+        }
+      }
     } catch (err) {
       throw toPgSessionDBError(err);
     } finally {
@@ -57,4 +70,8 @@ export class PgReaders implements DaemonReaders {
   close(): Promise<void> {
     return this.#pool.end();
   }
+}
+
+function gone(requester: ReadRequester | undefined): boolean {
+  return requester?.gone.aborted === true;
 }

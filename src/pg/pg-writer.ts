@@ -6,8 +6,9 @@ import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { DaemonWriter } from "../daemon/daemon-engine.js";
 import { commitFigures, Window } from "../daemon/writer-client.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
-import { isConnectionError, isRetryablePgError, toPgSessionDBError } from "./pg-errors.js";
+import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation } from "./pg-operations.js";
+import { reconnectDelayMs } from "./pg-backoff.js";
 import { readOnly } from "./pg-store.js";
 
 interface Job {
@@ -27,7 +28,15 @@ export interface PgWriterOptions {
 }
 
 /** Thrown inside a batch to roll it back and run it again (conflict, or the connection dropped before COMMIT). */
-class RunAgain extends Error {}
+class RunAgain extends Error {
+  /** The connection failure, when that is why (null: a conflict). */
+  readonly connectionLost: unknown;
+
+  constructor(connectionLost: unknown = null) {
+    super("run the batch again");
+    this.connectionLost = connectionLost;
+  }
+}
 
 /**
  * The daemon's writer on PostgreSQL: everything queued goes into one transaction with a savepoint
@@ -114,11 +123,17 @@ export class PgWriter implements DaemonWriter {
     }
   }
 
-  /** Commits one batch, running it again after a conflict or a lost connection, until each job is answered. */
+  /**
+   * Commits one batch, running it again after a conflict or a lost connection, until each job is
+   * answered. While PostgreSQL cannot be reached the writer connects again with a growing pause;
+   * a job whose deadline passes meanwhile is answered UNAVAILABLE (not applied).
+   */
   async #commit(batch: Job[]): Promise<void> {
     let jobs = batch;
+    let unreachable: unknown = null; // why the last attempt failed, when PostgreSQL could not be reached
+    let lostInARow = 0;
     for (let attempt = 1; ; attempt++) {
-      jobs = answerExpired(jobs);
+      jobs = answerExpired(jobs, unreachable);
       if (jobs.length === 0) return;
       try {
         const outcomes = await this.#runBatch(jobs);
@@ -137,8 +152,12 @@ export class PgWriter implements DaemonWriter {
           for (const job of jobs) job.reject(error);
           return;
         }
-        const pause = attempt < this.#options.retry.maxAttempts ? jitterMs(this.#options.retry) : 500;
-        await sleep(pause);
+        unreachable = err.connectionLost;
+        lostInARow = unreachable === null ? 0 : lostInARow + 1;
+        const pause =
+          lostInARow > 0 ? reconnectDelayMs(lostInARow) : attempt < this.#options.retry.maxAttempts ? jitterMs(this.#options.retry) : 500;
+        // Wake for the first deadline, so a job is answered at its deadline, not a pause later.
+        await sleep(Math.max(0, Math.min(pause, Math.min(...jobs.map((job) => job.deadline)) - Date.now())));
       }
     }
   }
@@ -148,7 +167,7 @@ export class PgWriter implements DaemonWriter {
     try {
       client = await this.#pool.connect();
     } catch (err) {
-      if (isConnectionError(err)) throw new RunAgain();
+      if (isConnectionError(err)) throw new RunAgain(err);
       throw err;
     }
     let committing = false;
@@ -184,19 +203,16 @@ export class PgWriter implements DaemonWriter {
     } catch (err) {
       if (committing && isConnectionError(err)) {
         broken = true;
-        throw new SessionDBError(
-          "OUTCOME_UNKNOWN",
-          "the connection to PostgreSQL was lost while committing; this write may or may not have been applied: read before retrying",
-          { cause: err },
-        );
+        throw lostDuringCommit(err);
       }
       await client.query("ROLLBACK").catch(() => {
         broken = true;
       });
-      if (isRetryablePgError(err) || isConnectionError(err)) {
-        broken ||= isConnectionError(err);
-        throw new RunAgain();
+      if (isConnectionError(err)) {
+        broken = true;
+        throw new RunAgain(err);
       }
+      if (isRetryablePgError(err)) throw new RunAgain();
       throw err;
     } finally {
       client.release(broken);
@@ -221,13 +237,22 @@ async function runRequest(client: PgClient, job: Job, isolated: boolean): Promis
   }
 }
 
-/** Jobs whose deadline passed before their transaction began get TIMEOUT (not applied); the rest go on. */
-function answerExpired(jobs: Job[]): Job[] {
+/**
+ * Jobs whose deadline passed before their transaction began are answered, not applied: TIMEOUT,
+ * or UNAVAILABLE when PostgreSQL could not be reached (`unreachable`: the last failure); the rest go on.
+ */
+function answerExpired(jobs: Job[], unreachable: unknown): Job[] {
   const now = Date.now();
   const live: Job[] = [];
   for (const job of jobs) {
-    if (job.deadline <= now) job.reject(new SessionDBError("TIMEOUT", "the write waited past its deadline and was not applied"));
-    else live.push(job);
+    if (job.deadline > now) live.push(job);
+    else if (unreachable === null) job.reject(new SessionDBError("TIMEOUT", "the write waited past its deadline and was not applied"));
+    else job.reject(notApplied(toPgSessionDBError(unreachable)));
   }
   return live;
+}
+
+/** The daemon could not reach PostgreSQL before the write's deadline. */
+function notApplied(cause: SessionDBError): SessionDBError {
+  return new SessionDBError("UNAVAILABLE", `${cause.message}; the write was not applied (the daemon kept trying to reconnect until its deadline)`, { cause });
 }

@@ -4,7 +4,7 @@
  * root (PostgreSQL refuses to run as root). Each test gets a fresh database on it
  * (`PgServer.freshDatabase`), a copy of a template that holds the schema.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
@@ -80,6 +80,20 @@ export class PgServer {
     });
     if (result.status !== 0) throw new Error(`${tool} failed (${result.status ?? result.signal}): ${result.stderr}${result.stdout}`);
     return result.stdout;
+  }
+
+  /**
+   * `pg_ctl restart -m fast`: the server ends every connection and comes back; resolves once it
+   * accepts connections again. Asynchronous, so the test's own clients keep running meanwhile.
+   */
+  restart(): Promise<void> {
+    const args = ["-D", this.#data, "-l", join(this.#root, "log"), "-m", "fast", "-w", "-t", "60", "restart"];
+    return new Promise((resolve, reject) => {
+      execFile(join(this.#bin, "pg_ctl"), args, { cwd: "/tmp", ...(RUN_AS ?? {}) }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`pg_ctl restart failed: ${stderr}${stdout}`, { cause: err }));
+        else resolve();
+      });
+    });
   }
 
   /** The URL of a database on this server, in the Unix-socket form. */
