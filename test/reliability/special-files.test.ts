@@ -46,6 +46,7 @@ async function refusedEverywhere(t: TestContext, path: string, kind: string, com
 test("/dev/null and /dev/zero: every command, serve and every library mode refuse with INVALID_ARGUMENT; nothing appears in /dev", async (t) => {
   await refusedEverywhere(t, "/dev/null", "a character device", [["list"], ["import", "-"], ["--direct", "import", "-"], ["stats"], ["status"]]);
   await refusedEverywhere(t, "/dev/zero", "a character device", [["list"], ["import", "-"]]);
+  assertFails(await runCli("/tmp/unused.db", ["verify", "/dev/zero"]), 1, "error INVALID_ARGUMENT: /dev/zero is a character device, not a database file");
 });
 
 test("a FIFO: refused at once (never opened, so nothing blocks on it), nothing created beside it", { skip: spawnSync("mkfifo", ["--version"]).status !== 0 ? "no mkfifo" : false }, async (t) => {

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { checkRegularFile } from "../../regular-file.js";
 import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
 import { verifyCopy, type CopyReport } from "../../engine/verify-copy.js";
@@ -15,6 +16,7 @@ export function registerVerify(program: Command): void {
     .action((file: string, _opts: unknown, command: Command) => {
       const out = new Output(globalsOf(command).json === true);
       const path = resolve(file);
+      checkRegularFile(path);
       const report: CopyReport = verifyCopy(path);
       out.result(report, () => {
         out.line(`${report.ok ? "ok" : "FAILED"}  ${path}: schema version ${report.schemaVersion ?? "none"}, ${size(report.bytes)}`);
