@@ -97,9 +97,34 @@ class NoFileConnectionError(SessionDBError, sqlite3.NotSupportedError):
     """``db._conn`` asked of a handle on a PostgreSQL database, which has no SQLite file."""
 
 
-class FilePermissionError(SessionDBError, PermissionError):
+class FilePermissionError(SessionDBError, PermissionError, sqlite3.OperationalError):
     """PERMISSION: the database (or its -wal, -shm, -journal) belongs to another user or others
-    may write it, so sessiondb does not write it (it may still be read)."""
+    may write it, so sessiondb does not write it (it may still be read). The reference, refused
+    by the file, raises ``sqlite3.OperationalError``."""
+
+
+class CorruptError(SessionDBError, sqlite3.DatabaseError):
+    """CORRUPT: the file is damaged (the reference: ``sqlite3.DatabaseError``)."""
+
+    sqlite_message = "database disk image is malformed"
+    sqlite_code = (11, "SQLITE_CORRUPT")
+
+
+class StorageIOError(SessionDBError, sqlite3.OperationalError):
+    """IO: the disk failed a read or write (the reference: ``sqlite3.OperationalError``)."""
+
+    sqlite_message = "disk I/O error"
+    sqlite_code = (10, "SQLITE_IOERR")
+
+
+class SchemaError(SessionDBError, sqlite3.DatabaseError):
+    """SCHEMA: the file's schema is not one sessiondb can serve."""
+
+
+class DaemonError(SessionDBError, sqlite3.OperationalError):
+    """PROTOCOL, FRAME_TOO_LARGE, NOT_FOUND, INTERNAL: the daemon could not carry out the call;
+    an ``sqlite3.OperationalError``, so a caller's ``except sqlite3.Error`` sees it as it would
+    see the reference's failure."""
 
 
 _CLASSES: Dict[str, Type[SessionDBError]] = {
@@ -112,6 +137,13 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
     "TIMEOUT": DeadlineError,
     "CLOSED": ClosedError,
     "PERMISSION": FilePermissionError,
+    "CORRUPT": CorruptError,
+    "IO": StorageIOError,
+    "SCHEMA": SchemaError,
+    "PROTOCOL": DaemonError,
+    "FRAME_TOO_LARGE": DaemonError,
+    "NOT_FOUND": DaemonError,
+    "INTERNAL": DaemonError,
     "BUSY": BusyError,
     "OVERLOADED": OverloadedError,
 }
@@ -119,7 +151,7 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
 
 def make_error(code: str, message: str) -> SessionDBError:
     """The error of the right Python type for a code."""
-    return _CLASSES.get(code, SessionDBError)(code, message)
+    return _CLASSES.get(code, DaemonError)(code, message)
 
 
 def from_wire(error: Any) -> SessionDBError:

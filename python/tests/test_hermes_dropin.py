@@ -171,6 +171,13 @@ def test_client_errors_are_the_references_sqlite3_classes(tmp: Path):
     assert issubclass(OutcomeUnknownError, sqlite3.OperationalError)
     assert isinstance(from_wire({"code": "CLOSED", "message": "m"}), sqlite3.ProgrammingError)
     assert isinstance(from_wire({"code": "CONSTRAINT", "message": "m"}), sqlite3.IntegrityError)
+    corrupt = from_wire({"code": "CORRUPT", "message": "page 3"})
+    assert isinstance(corrupt, sqlite3.DatabaseError) and str(corrupt).startswith("database disk image is malformed")
+    assert str(from_wire({"code": "IO", "message": "m"})).startswith("disk I/O error")
+    permission = from_wire({"code": "PERMISSION", "message": "m"})
+    assert isinstance(permission, PermissionError) and isinstance(permission, sqlite3.OperationalError)
+    for code in ("IO", "PROTOCOL", "FRAME_TOO_LARGE", "INTERNAL", "A_CODE_FROM_A_NEWER_DAEMON"):
+        assert isinstance(from_wire({"code": code, "message": "m"}), sqlite3.OperationalError), code
     with pytest.raises(sqlite3.OperationalError) as caught:  # `except sqlite3.Error` paths see it
         SessionDB(tmp / "state.db", autostart=False)
     assert isinstance(caught.value, UnavailableError)
