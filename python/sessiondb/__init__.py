@@ -5,6 +5,9 @@ from .errors import (
     ClosedError, ConstraintError, DeadlineError, FilePermissionError, InvalidArgumentError,
     OutcomeUnknownError, SessionDBError, TitleInUseError, TitleTooLongError, UnavailableError, UntrustedSocketError,
 )
+from .errors import (
+    BusyError, CorruptError, DaemonError, NoFileConnectionError, OverloadedError, SchemaError, StorageIOError,
+)
 from .paths import default_database_path, default_socket_path, real_database_path
 from .protocol import PROTOCOL_VERSION
 from .text import MAX_TITLE_LENGTH, contains_cjk, sanitize_fts5_query, sanitize_title
@@ -28,4 +31,8 @@ __all__ = [
     "TitleTooLongError", "UnavailableError", "UntrustedSocketError", "default_database_path",
     "default_socket_path", "real_database_path", "PROTOCOL_VERSION", "MAX_TITLE_LENGTH",
     "SCHEMA_VERSION", "contains_cjk", "sanitize_fts5_query", "sanitize_title",
+]
+__all__ += [
+    "BusyError", "CorruptError", "DaemonError", "NoFileConnectionError", "OverloadedError", "SchemaError",
+    "StorageIOError",
 ]
