@@ -127,6 +127,59 @@ def test_an_older_reference_file_is_migrated_and_readable_through_conn(tmp: Path
         db.close()
 
 
+SCHEMA_V6 = (REPO / "test" / "fixtures" / "schema-v6.sql").read_text()
+MESSAGE_INSERT = (
+    "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,"
+    " token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)"
+    " VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, NULL, NULL, NULL, NULL)"
+)
+STORED = (
+    "SELECT s.id, typeof(s.id), s.input_tokens, typeof(s.input_tokens), s.output_tokens,"
+    " typeof(s.output_tokens), s.model, typeof(s.model), m.role, m.content, typeof(m.content),"
+    " m.tool_name, m.token_count, typeof(m.token_count)"
+    " FROM sessions s JOIN messages m ON m.session_id = s.id ORDER BY m.id"
+)
+
+
+@sqlite_only
+def test_odd_arguments_are_stored_as_the_references_own_sql_stores_them(db: SessionDB, tmp: Path):
+    """The same calls made through the client and through the reference's SQL statements
+    (SPEC section 3) bound by plain sqlite3 on a file of the same schema: the same values,
+    of the same storage classes."""
+    calls = [
+        ("create", (42, "cli", 1.5)),
+        ("append", (42, "user", 7, None, "5")),
+        ("append", ("42", 7, 2.5, 3, 3.0)),
+        ("tokens", (42, "5", 2.0)),
+    ]
+    reference = sqlite3.connect(str(tmp / "reference.db"), isolation_level=None)
+    reference.executescript(SCHEMA_V6)
+    for kind, args in calls:
+        if kind == "create":
+            session_id, source, model = args
+            db.create_session(session_id, source, model=model)
+            reference.execute(
+                "INSERT OR IGNORE INTO sessions (id, source, user_id, model, model_config, system_prompt,"
+                " parent_session_id, started_at) VALUES (?, ?, NULL, ?, NULL, NULL, NULL, ?)",
+                (session_id, source, model, time.time()),
+            )
+        elif kind == "append":
+            session_id, role, content, tool_name, token_count = args
+            db.append_message(session_id, role, content, tool_name=tool_name, token_count=token_count)
+            reference.execute(MESSAGE_INSERT, (session_id, role, content, tool_name, time.time(), token_count))
+        else:
+            session_id, input_tokens, output_tokens = args
+            db.update_token_counts(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
+            reference.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?",
+                (input_tokens, output_tokens, session_id),
+            )
+    expected = [tuple(row) for row in reference.execute(STORED)]
+    reference.close()
+    assert [tuple(row) for row in db._conn.execute(STORED)] == expected
+    assert expected[0][:4] == ("42", "text", 5, "integer"), "the premise: sqlite3's affinity rules"
+
+
 @sqlite_only
 def test_execute_write_is_the_references_write_helper(db: SessionDB):
     db.create_session("w", "cli")
