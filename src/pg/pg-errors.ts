@@ -17,7 +17,9 @@ export function isRetryablePgError(err: unknown): boolean {
 /** The connection went away (server restart, network): nothing of an open transaction was committed. */
 export function isConnectionError(err: unknown): boolean {
   const state = sqlState(err);
-  if (state !== undefined) return state.startsWith("08") || state === "57P01" || state === "57P02" || state === "57P03";
+  // 57P01–57P05: shut down, crashed, starting, database dropped, idle-session timeout; 25P03: the
+  // server ended a connection idle in its transaction. Each ends the connection, and rolls back.
+  if (state !== undefined) return state.startsWith("08") || /^57P0[1-5]$/.test(state) || state === "25P03";
   const code = (err as { code?: unknown } | null)?.code;
   const message = err instanceof Error ? err.message : "";
   return (
@@ -45,10 +47,8 @@ export function toPgSessionDBError(err: unknown): SessionDBError {
   if (err instanceof SessionDBError) return err;
   const message = err instanceof Error ? err.message : String(err);
   const state = sqlState(err);
-  if (state === undefined) {
-    if (isConnectionError(err)) return new SessionDBError("UNAVAILABLE", `PostgreSQL is unreachable: ${message}`, { cause: err });
-    return toSessionDBError(err);
-  }
+  if (isConnectionError(err)) return new SessionDBError("UNAVAILABLE", `PostgreSQL is unreachable: ${message}`, { cause: err });
+  if (state === undefined) return toSessionDBError(err);
   const cls = state.slice(0, 2);
   if (cls === "23") return new SessionDBError("CONSTRAINT", message, { cause: err });
   if (state === "22021" || state === "22P05") {
