@@ -205,10 +205,11 @@ test("a write that outlives its deadline behind another process's lock fails wit
   const hurried: SessionDB = await daemon.open(t, { requestTimeoutMs: 300 });
 
   const lock = await holdWriteLock(t, daemon.dbPath);
-  const late = hurried.appendMessage("s", { role: "user", content: "too late to write" });
+  // Heard from the start: it may time out before the read below is answered (the first read starts a reader thread).
+  const late = expectCode(() => hurried.appendMessage("s", { role: "user", content: "too late to write" }), "TIMEOUT");
   // Reads go on while the lock is held (on the unhurried client: this read is not the subject).
   assert.equal((await setup.getSession("s"))?.message_count, 0);
-  await expectCode(() => late, "TIMEOUT");
+  await late;
   await lock.release();
 
   // A later write on the same daemon goes through; the timed-out one never does.

@@ -13,6 +13,11 @@ export interface DaemonOptions {
   socketPath?: string;
   /** Reader threads. Default: the number of cores, at least 2, at most 8. */
   readers?: number;
+  /**
+   * A reader thread ends once it has served no read for this long, in ms, so an idle daemon
+   * holds none (the next read starts one again). Default 5000.
+   */
+  readerIdleMs?: number;
   /** `FULL` (default): an acknowledged write survives power loss. `NORMAL`: faster commits, but
    *  the last acknowledged writes may be lost on power loss (never on a crash of the daemon). */
   synchronous?: "FULL" | "NORMAL";
@@ -95,6 +100,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     socketPath: files.socket,
     files,
     readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),
+    readerIdleMs: positive(options.readerIdleMs, "readerIdleMs", 5000),
     synchronous,
     maxBatch: Math.floor(positive(options.maxBatch, "maxBatch", 1000)),
     maxBatchMs: positive(options.maxBatchMs, "maxBatchMs", 50),

@@ -13,9 +13,10 @@ import { acquireFileGuard, acquireInstanceLock, InstanceLock } from "./instance-
 import { sweepStaleIdentityLocks } from "./stale-locks.js";
 import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
+import { DirectoryWatch } from "./directory-watch.js";
 import { walSize } from "./wal-guard.js";
 import { controlHandlers } from "./control-handlers.js";
-import { closeWhenIdle } from "./idle-exit.js";
+import { IdleExit } from "./idle-exit.js";
 import { RequestBudget } from "./request-budget.js";
 import { RequestDispatch } from "./request-dispatch.js";
 import { servableFile } from "./servable-file.js";
@@ -50,8 +51,16 @@ export class Daemon {
   /** Makes the sockets and lock files again when someone removes them (or their folder). */
   #repairTimer: NodeJS.Timeout | null = null;
   #repairing = false;
+  #repairScheduled = false;
   /** Paths whose repair failed, said once each until it succeeds. */
   readonly #repairFailed = new Set<string>();
+  /**
+   * The folders of the database, its sockets and lock files, watched for the file watch, the WAL
+   * guard and the repair, so that none of them polls often.
+   */
+  readonly #directory: DirectoryWatch;
+  /** Set with `idleExitMs`: stops the daemon once no client has been connected that long. */
+  #idleExit: IdleExit | null = null;
   readonly #connections = new Set<ClientConnection>();
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
@@ -59,16 +68,17 @@ export class Daemon {
   /** Set when the path stopped naming the file served, or its WAL was removed or truncated: the daemon stops. */
   #fileLost: "replaced" | "removed" | "wal" | null = null;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
-  /** Enforces the connections' time limits (incomplete frames, idle connections). */
-  readonly #sweeper: NodeJS.Timeout;
+  /** Enforces the connections' time limits (incomplete frames, idle connections); runs only while there are connections. */
+  #sweeper: NodeJS.Timeout | null = null;
   #closing: Promise<void> | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
 
-  private constructor(options: ResolvedDaemonOptions, locks: Array<{ release(): void }>, identity: FileIdentity | null, engine: DaemonEngine) {
+  private constructor(options: ResolvedDaemonOptions, locks: Array<{ release(): void }>, identity: FileIdentity | null, engine: DaemonEngine, directory: DirectoryWatch) {
     const { writer, readers } = engine;
     this.options = options;
+    this.#directory = directory;
     this.#engine = engine;
     this.#locks = locks;
     this.#identity = identity;
@@ -87,17 +97,28 @@ export class Daemon {
     });
     this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);
     this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
-    this.#sweeper = setInterval(() => {
-      const now = Date.now();
-      for (const connection of this.#connections) connection.sweep(now);
-    }, Math.min(1000, options.frameTimeoutMs / 2, options.idleConnectionTimeoutMs / 2));
-    this.#sweeper.unref();
     void engine.filesLost?.then((why) => {
       if (this.#closing !== null) return;
       this.#fileLost = "wal";
       options.log(`${why}; stopping (exit 1, so a service restarts the daemon on whole files)`);
       void this.close();
     });
+  }
+
+  /** Runs the sweeper while there are connections, and tells the idle exit how many there are. */
+  #clientsChanged(): void {
+    const count = this.#connections.size;
+    if (count > 0 && this.#sweeper === null && this.#closing === null) {
+      this.#sweeper = setInterval(() => {
+        const now = Date.now();
+        for (const connection of this.#connections) connection.sweep(now);
+      }, Math.min(1000, this.options.frameTimeoutMs / 2, this.options.idleConnectionTimeoutMs / 2));
+      this.#sweeper.unref();
+    } else if (count === 0 && this.#sweeper !== null) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = null;
+    }
+    this.#idleExit?.clients(count);
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
@@ -114,6 +135,7 @@ export class Daemon {
     }
     const locks: Array<{ release(): void }> = [await acquireInstanceLock(files.lock, files.socket, files.db)];
     let engine: DaemonEngine | undefined;
+    const directory = new DirectoryWatch();
     try {
       let identity: FileIdentity | null = null;
       if (!postgres) {
@@ -130,10 +152,10 @@ export class Daemon {
       }
       engine = identity === null
         ? await startPgEngine(resolved)
-        : await startSqliteEngine(resolved, identity).catch((err: unknown) => {
+        : await startSqliteEngine(resolved, identity, directory).catch((err: unknown) => {
           throw namingThePath(err, resolved.path);
         });
-      const daemon = new Daemon(resolved, locks, identity, engine);
+      const daemon = new Daemon(resolved, locks, identity, engine, directory);
       try {
         await daemon.#listen();
       } catch (err) {
@@ -144,10 +166,17 @@ export class Daemon {
       if (engine.readOnly) {
         resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
       }
-      if (resolved.idleExitMs !== null) closeWhenIdle(daemon, resolved.idleExitMs, resolved.log);
+      if (resolved.idleExitMs !== null) {
+        const idleMs = resolved.idleExitMs;
+        daemon.#idleExit = new IdleExit(idleMs, () => {
+          resolved.log(`no client for ${idleMs / 1000} s (--idle-exit): stopping`);
+          void daemon.close();
+        });
+      }
       if (!postgres) setImmediate(() => daemon.#sweepStaleLocks());
       return daemon;
     } catch (err) {
+      directory.close();
       engine?.stopHousekeeping();
       await engine?.writer.close();
       await engine?.readers.close();
@@ -197,9 +226,10 @@ export class Daemon {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
     this.#engine.stopHousekeeping();
-    clearInterval(this.#sweeper);
-    if (this.#repairTimer !== null) clearInterval(this.#repairTimer);
+    if (this.#repairTimer !== null) clearTimeout(this.#repairTimer);
+    this.#idleExit?.stop();
     this.#fileWatch?.stop();
+    this.#directory.close();
     // A replaced (or removed) file is released before clients go: until the writer and readers
     // close, the old file's WAL is live under the database's name, and a client opening the new
     // file directly would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait
@@ -212,6 +242,7 @@ export class Daemon {
     if (releaseFirst) this.#locks[1]?.release();
     for (const connection of this.#connections) connection.shutdown();
     await waitFor(() => this.#connections.size === 0, 10_000);
+    if (this.#sweeper !== null) clearInterval(this.#sweeper);
     for (const socket of this.#sockets) socket.destroy();
     await serverClosed;
     if (!releaseFirst) await this.#release();
@@ -237,11 +268,14 @@ export class Daemon {
     for (const path of paths) {
       this.#listening.push(await DaemonSocket.listen(path, this.#acceptor));
     }
-    this.#repairTimer = setInterval(() => void this.#repair(), REPAIR_INTERVAL_MS);
-    this.#repairTimer.unref();
+    // Told at once when one of them is removed; polled slowly besides (often while a folder cannot be watched).
+    for (const path of [...paths, ...this.#locks.flatMap((lock) => (lock instanceof InstanceLock ? [lock.path] : []))]) {
+      this.#directory.on(path, () => this.#repairSoon());
+    }
+    this.#pollRepair();
     // PostgreSQL has no file to be replaced under the daemon.
     if (identity === null) return;
-    this.#fileWatch = new FileWatch(this.options.path, identity, (how) => {
+    this.#fileWatch = new FileWatch(this.options.path, identity, this.#directory, (how) => {
       this.#fileLost = how;
       this.options.log(
         how === "replaced"
@@ -253,6 +287,25 @@ export class Daemon {
   }
 
   readonly #acceptor = (socket: Socket): void => this.#accept(socket);
+
+  #pollRepair(): void {
+    this.#repairTimer = setTimeout(() => {
+      void this.#repair().finally(() => {
+        if (this.#closing === null) this.#pollRepair();
+      });
+    }, this.#directory.watching ? REPAIR_SAFETY_POLL_MS : REPAIR_INTERVAL_MS);
+    this.#repairTimer.unref();
+  }
+
+  /** A watched socket or lock file changed: repaired in this turn of the loop, once however many events came. */
+  #repairSoon(): void {
+    if (this.#repairScheduled || this.#closing !== null) return;
+    this.#repairScheduled = true;
+    setImmediate(() => {
+      this.#repairScheduled = false;
+      void this.#repair();
+    });
+  }
 
   /**
    * A socket or lock file removed under the running daemon — one by one, or with the runtime
@@ -287,6 +340,8 @@ export class Daemon {
       }
     } finally {
       this.#repairing = false;
+      // A folder made again is watched again.
+      if (this.#closing === null) this.#directory.rewatch();
     }
   }
 
@@ -309,6 +364,8 @@ export class Daemon {
   }
 
   #accept(socket: Socket): void {
+    // A client must not be served a file that is no longer at the path (its change may not have been reported yet).
+    this.#fileWatch?.check();
     if (this.#closing !== null) {
       socket.destroy();
       return;
@@ -329,15 +386,19 @@ export class Daemon {
       this.options.log,
     );
     this.#connections.add(connection);
+    this.#clientsChanged();
     socket.on("close", () => {
       this.#sockets.delete(socket);
       this.#connections.delete(connection);
+      this.#clientsChanged();
     });
   }
 }
 
-/** How often the daemon checks that its sockets and lock files are still there. */
+/** How often the daemon checks that its sockets and lock files are still there, when a folder of theirs cannot be watched. */
 const REPAIR_INTERVAL_MS = 250;
+/** How often it checks anyway while their folders are watched (a removal is reported at once). */
+const REPAIR_SAFETY_POLL_MS = 5000;
 
 /** An I/O failure opening the database (a full disk, a damaged file) says which file. */
 function namingThePath(err: unknown, path: string): unknown {

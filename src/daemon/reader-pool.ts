@@ -3,6 +3,7 @@ import { Piscina } from "piscina";
 import { SessionDBError, fromWireError } from "../errors.js";
 import type { ReaderStats } from "../protocol/control.js";
 import type { ReadOutcome, ReaderConfig, ReaderOp, ReadTask } from "./reader-messages.js";
+import { MAX_TIMER_MS } from "./idle-exit.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 /**
@@ -44,6 +45,10 @@ interface QueuedRead {
  * for a client that went away; a running read stopped by either (its deadline, or its client
  * leaving) ends its thread, which the pool replaces. Reads can be paused briefly so a TRUNCATE
  * checkpoint finds no reader holding the WAL.
+ *
+ * No thread runs until the first read, and each one ends once it has been idle `idleMs`: an idle
+ * daemon holds no reader thread (each had a V8 heap of its own, about 12 MB of RSS), and the
+ * next read starts one again (a few tens of ms, see bench/idle-footprint.ts).
  */
 export class ReaderPool {
   readonly #pool: Piscina<ReadTask, ReadOutcome>;
@@ -66,8 +71,8 @@ export class ReaderPool {
    */
   readonly #leaving = new Set<Worker>();
 
-  /** What the threads have to say goes to `log` (the daemon's). */
-  constructor(threads: number, config: ReaderConfig, log: (line: string) => void) {
+  /** Threads end after `idleMs` without a read. What the threads have to say goes to `log` (the daemon's). */
+  constructor(threads: number, idleMs: number, config: ReaderConfig, log: (line: string) => void) {
     this.#threads = threads;
     this.#pool = new Piscina<ReadTask, ReadOutcome>({
       filename: READER_URL.href,
@@ -75,9 +80,11 @@ export class ReaderPool {
       // whole process when the thread is ended while loading (an assertion in
       // CreateRequiredModuleFacade, seen at shutdown). Without require(esm) it imports it.
       execArgv: ["--no-experimental-require-module"],
-      minThreads: threads + 1,
+      // Started on demand, up to `threads + 1`, and ended when idle: none at all once quiet.
+      minThreads: 0,
       maxThreads: threads + 1,
-      idleTimeout: Number.POSITIVE_INFINITY,
+      // Past a timer's longest delay (Node would fire at once) they stay.
+      idleTimeout: idleMs > MAX_TIMER_MS ? Number.POSITIVE_INFINITY : idleMs,
       workerData: config,
       resourceLimits: { maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB },
     });
@@ -212,6 +219,7 @@ export class ReaderPool {
   stats(): ReaderStats {
     return {
       threads: this.#threads,
+      live: this.#pool.threads.length,
       utilization: this.#pool.utilization,
       queued: this.#cheap.length + this.#slow.length + this.#ended.length,
       inFlight: this.#running,

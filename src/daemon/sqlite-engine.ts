@@ -1,5 +1,6 @@
 import type { FileIdentity } from "../file-identity.js";
 import type { DaemonEngine } from "./daemon-engine.js";
+import type { DirectoryWatch } from "./directory-watch.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import { ExportThreads } from "./export-threads.js";
 import { ReaderPool } from "./reader-pool.js";
@@ -9,8 +10,11 @@ import { WriterClient } from "./writer-client.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
 import { newerSchemaError } from "../engine/database-file.js";
 
-/** The SQLite engine of the daemon: the writer thread, the reader threads, and the WAL guard. */
-export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identity: FileIdentity): Promise<DaemonEngine> {
+/**
+ * The SQLite engine of the daemon: the writer thread, the reader threads, and the WAL guard
+ * (told of writes to the WAL by `directory`).
+ */
+export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identity: FileIdentity, directory: DirectoryWatch): Promise<DaemonEngine> {
   const writer = await WriterClient.start({
     path: resolved.path,
     identity,
@@ -24,13 +28,13 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
     faultInjection: resolved.faultInjection,
   }, resolved.log);
   try {
-    const readers = new ReaderPool(resolved.readers, {
+    const readers = new ReaderPool(resolved.readers, resolved.readerIdleMs, {
       path: resolved.path,
       busyTimeoutMs: resolved.readerBusyTimeoutMs,
       faultInjection: resolved.faultInjection,
     }, resolved.log);
     const snapshots = new ExportThreads(resolved.path, resolved.readerBusyTimeoutMs, resolved.readers);
-    const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, snapshots, resolved.log);
+    const walGuard = new WalGuard(resolved.files.wal, resolved.walLimitBytes, writer, readers, snapshots, directory, resolved.log);
     return {
       engine: "sqlite",
       writer,

@@ -1,10 +1,14 @@
 import { statSync } from "node:fs";
 import { walHeldError } from "../engine/export-snapshot.js";
 import type { ExportThreads } from "./export-threads.js";
+import type { DirectoryWatch } from "./directory-watch.js";
 import type { ReaderPool } from "./reader-pool.js";
 import type { WriterClient } from "./writer-client.js";
 
+/** At most one size check this often while the WAL is written (and on a poll this often when its directory cannot be watched). */
 const WAL_CHECK_INTERVAL_MS = 100;
+/** The check's slow poll while its directory is watched: a WAL that no one writes does not grow. */
+const WAL_SAFETY_POLL_MS = 5000;
 const READ_PAUSE_MAX_MS = 2000;
 const WAL_RETRY_AFTER_BUSY_MS = 5000;
 
@@ -25,7 +29,9 @@ export function walSize(walPath: string): number {
  * Keeps the WAL bounded: past the limit, writes and new reads wait briefly while running reads
  * finish, so a TRUNCATE checkpoint finds no reader of ours pinning old frames. Exports in
  * progress are ended then: each holds one snapshot for as long as it streams, and that would
- * hold the WAL past its limit for as long (issue 23 item 3).
+ * hold the WAL past its limit for as long (issue 23 item 3). The size is checked within 100 ms
+ * of a write to the WAL (its directory reports it, whoever wrote), not polled: an idle daemon does
+ * not wake for it.
  */
 export class WalGuard {
   readonly #wal: string;
@@ -34,26 +40,51 @@ export class WalGuard {
   readonly #readers: ReaderPool;
   readonly #exports: ExportThreads;
   readonly #log: (line: string) => void;
-  readonly #timer: NodeJS.Timeout;
+  readonly #directory: DirectoryWatch;
+  /** The next check, when one is due. */
+  #timer: NodeJS.Timeout | null = null;
+  /** The WAL was written since the pending check was set: its slow poll becomes a prompt one. */
+  #written = false;
   #truncating = false;
   /** No TRUNCATE before this time: the last one found another process reading. */
   #retryAt = 0;
   #stopped = false;
 
-  constructor(wal: string, limitBytes: number, writer: WriterClient, readers: ReaderPool, exports: ExportThreads, log: (line: string) => void) {
+  constructor(wal: string, limitBytes: number, writer: WriterClient, readers: ReaderPool, exports: ExportThreads, directory: DirectoryWatch, log: (line: string) => void) {
     this.#wal = wal;
     this.#limitBytes = limitBytes;
     this.#writer = writer;
     this.#readers = readers;
     this.#exports = exports;
     this.#log = log;
-    this.#timer = setInterval(() => void this.#check(), WAL_CHECK_INTERVAL_MS);
-    this.#timer.unref();
+    this.#directory = directory;
+    directory.on(wal, () => this.#onWritten());
+    this.#schedule();
   }
 
   stop(): void {
     this.#stopped = true;
-    clearInterval(this.#timer);
+    if (this.#timer !== null) clearTimeout(this.#timer);
+  }
+
+  /** A write to the WAL: a check within WAL_CHECK_INTERVAL_MS (not one per write). */
+  #onWritten(): void {
+    if (this.#written || this.#stopped) return;
+    this.#written = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    const prompt = this.#written || !this.#directory.watching;
+    this.#timer = setTimeout(() => {
+      this.#written = false;
+      void this.#check().finally(() => {
+        // A write meanwhile has set the prompt check already.
+        if (!this.#stopped && !this.#written) this.#schedule();
+      });
+    }, prompt ? WAL_CHECK_INTERVAL_MS : WAL_SAFETY_POLL_MS);
+    this.#timer.unref();
   }
 
   async #check(): Promise<void> {

@@ -59,6 +59,7 @@ export class PgReaders implements DaemonReaders {
     const elapsed = performance.now() - this.#busySince;
     return {
       threads: this.#size,
+      live: this.#pool.totalCount,
       utilization: elapsed <= 0 ? 0 : Math.min(1, this.#busyMs / (elapsed * this.#size)),
       queued: this.#pool.waitingCount,
       inFlight: this.#inFlight,

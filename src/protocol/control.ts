@@ -67,7 +67,13 @@ export interface WriterStats {
 
 /** Figures about the reader threads. */
 export interface ReaderStats {
+  /** Reads run on at most this many threads (connections), plus one kept for point reads on SQLite. */
   threads: number;
+  /**
+   * Reader threads (SQLite) or connections (PostgreSQL) alive now: 0 once the daemon has been
+   * without reads for its reader idle time; they start again on the next read.
+   */
+  live: number;
   utilization: number;
   queued: number;
   inFlight: number;

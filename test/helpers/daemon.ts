@@ -34,12 +34,15 @@ export interface ServeOptions {
   readers?: number;
   socketPath?: string;
   env?: NodeJS.ProcessEnv;
+  /** More `serve` flags. */
+  args?: readonly string[];
 }
 
 /** Spawns `sessiondb --db <dbPath> serve` without waiting for it. */
 export function spawnServe(dbPath: string, options: ServeOptions = {}): Child {
   const args = [CLI, "--db", dbPath, "serve", "--readers", String(options.readers ?? 2)];
   if (options.socketPath !== undefined) args.push("--socket", options.socketPath);
+  args.push(...(options.args ?? []));
   return new Child(process.execPath, args, { env: { ...process.env, ...options.env } });
 }
 

@@ -13,6 +13,7 @@ interface ServeFlags {
   frameTimeout: number;
   clientIdleTimeout: number;
   idleExit?: number;
+  readerIdle: number;
 }
 
 export function registerServe(program: Command): void {
@@ -25,7 +26,8 @@ export function registerServe(program: Command): void {
     .option("--wal-limit-mb <n>", "WAL size that triggers a TRUNCATE checkpoint", positiveInt, 64)
     .option("--frame-timeout <s>", "close a connection that leaves a frame incomplete this long", positiveInt, 30)
     .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
-    .option("--idle-exit <seconds>", "stop cleanly after this long with no client connected (default: never)", positiveSeconds)
+    .option("--idle-exit <seconds>", "stop cleanly (checkpointed) after this long with no client connected (default: never; autostarted daemons get 30)", positiveSeconds)
+    .option("--reader-idle <seconds>", "end a reader thread after this long without a read (the next read starts one)", positiveSeconds, 5)
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
       const { db } = globals;
@@ -45,6 +47,7 @@ export function registerServe(program: Command): void {
         frameTimeoutMs: opts.frameTimeout * 1000,
         idleConnectionTimeoutMs: opts.clientIdleTimeout * 1000,
         ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
+        readerIdleMs: opts.readerIdle * 1000,
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

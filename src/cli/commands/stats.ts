@@ -75,5 +75,6 @@ function printStats(out: Output, r: StatsReport): void {
       `commit p50 ${w.commitMs.p50.toFixed(1)} ms, p99 ${w.commitMs.p99.toFixed(1)} ms, ` +
       `checkpoints ${w.checkpoints.passive} passive / ${w.checkpoints.truncate} truncate`,
   );
-  out.line(`${label("readers")}${plural(d.readers.threads, "thread")}, ${d.readers.completed} reads done, ${d.readers.queued} queued`);
+  // Threads start on a read and end when idle: `live` is how many run now (this command's own reads started some).
+  out.line(`${label("readers")}${plural(d.readers.threads, "thread")} (${d.readers.live} running), ${d.readers.completed} reads done, ${d.readers.queued} queued`);
 }
