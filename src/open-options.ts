@@ -25,10 +25,17 @@ export interface OpenOptions {
   connectTimeoutMs?: number;
   /**
    * Modes "daemon" and "auto": when no daemon answers, start one (`sessiondb serve --idle-exit
-   * 600`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
-   * Default false: "auto" falls back to direct mode instead.
+   * 30`, found through `$SESSIONDB_BIN`, else this package's CLI) and wait up to 5 s for it.
+   * Default false: "auto" falls back to direct mode instead. `SESSIONDB_AUTOSTART=0` (or `false`)
+   * in the environment turns it off whatever this says (test suites, CI).
    */
   autostart?: boolean;
+  /**
+   * How long a daemon this handle autostarts lingers once no client is connected, in ms (its
+   * `serve --idle-exit`; it checkpoints and exits). Default 30000. A daemon already running keeps
+   * its own.
+   */
+  autostartIdleExitMs?: number;
   /**
    * Whether a missing or empty (0-byte) file may be initialised. Default true. With false a
    * missing database is `NOT_FOUND` (nothing is created, nor its directory) and an empty one

@@ -25,8 +25,20 @@ export interface ResolvedOptions {
   readonly checkpointEveryNWrites: number;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  /** False also when `$SESSIONDB_AUTOSTART` says 0 or false, whatever the options said. */
   readonly autostart: boolean;
+  /** The `serve --idle-exit` of a daemon autostart starts, in ms. */
+  readonly autostartIdleExitMs: number;
 }
+
+/** `SESSIONDB_AUTOSTART=0` (or `false`, `no`, `off`): no client starts a daemon, whatever its code asks. */
+export function autostartDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env.SESSIONDB_AUTOSTART?.trim().toLowerCase();
+  return value === "0" || value === "false" || value === "no" || value === "off";
+}
+
+/** How long an autostarted daemon lingers with no client, by default (a test suite's daemons must not pile up). */
+export const AUTOSTART_IDLE_EXIT_MS = 30_000;
 
 function nonNegative(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -58,6 +70,8 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.autostart !== undefined && typeof options.autostart !== "boolean") {
     throw invalidArgument(`option autostart must be a boolean, got ${String(options.autostart)}`);
   }
+  const autostartIdleExitMs = nonNegative(options.autostartIdleExitMs, "autostartIdleExitMs", AUTOSTART_IDLE_EXIT_MS);
+  if (autostartIdleExitMs === 0) throw invalidArgument("option autostartIdleExitMs must be a positive number, got 0");
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
     // The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out).
@@ -72,6 +86,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     checkpointEveryNWrites: Math.floor(nonNegative(options.checkpointEveryNWrites, "checkpointEveryNWrites", 50)),
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
-    autostart: options.autostart ?? false,
+    autostart: (options.autostart ?? false) && !autostartDisabled(),
+    autostartIdleExitMs,
   };
 }

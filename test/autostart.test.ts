@@ -8,6 +8,10 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Daemon } from "../src/daemon/daemon.js";
+import { fileIdentity } from "../src/file-identity.js";
+import { identitySocketPath } from "../src/socket-path.js";
+import { rawGet } from "./helpers/raw-db.js";
+import { waitUntil } from "./helpers/wait-until.js";
 import { openSessionDB, type SessionDB } from "../src/index.js";
 import { expectCode } from "./contract/fixture.js";
 import { CLI, freshDbPath, killAndWait, waitUntilServing } from "./helpers/daemon.js";
@@ -57,7 +61,7 @@ function withBin(t: TestContext, bin: string | undefined): void {
   });
 }
 
-test("autostart: no daemon answers, so one is started detached with --idle-exit 600 and serves the handle", async (t) => {
+test("autostart: no daemon answers, so one is started detached with --idle-exit 30 and serves the handle", async (t) => {
   withBin(t, undefined); // this package's own CLI
   const dir = mkdtempSync("/tmp/sdb-");
   const dbPath = join(dir, "state.db");
@@ -78,7 +82,7 @@ test("autostart: no daemon answers, so one is started detached with --idle-exit 
   await db.createSession("s", "cli");
   assert.equal(await db.sessionCount(), 1);
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  assert.deepEqual(argv.slice(-3, -1), ["--idle-exit", "600"]);
+  assert.deepEqual(argv.slice(-3, -1), ["--idle-exit", "30"]);
   assert.equal(db.files.daemonLog, join(dir, "state.db.daemon.log"));
   assert.ok(existsSync(db.files.daemonLog), "its output goes to a log beside the socket");
 
@@ -128,4 +132,66 @@ test("the daemon option idleExitMs must be a positive number", async (t) => {
   const dbPath = freshDbPath(t);
   await expectCode(() => Daemon.start({ path: dbPath, idleExitMs: 0 }), "INVALID_ARGUMENT");
   assert.equal(existsSync(`${dbPath}.sock`), false);
+});
+
+/** `name` in this process's environment is restored when the test ends (clients read it as they open). */
+function restoringEnv(t: TestContext, name: string): void {
+  const before = process.env[name];
+  t.after(() => {
+    if (before === undefined) delete process.env[name];
+    else process.env[name] = before;
+  });
+}
+
+test("an autostarted daemon leaves once its last client closed: gone within its idle spell, checkpointed, its files removed, the database intact", async (t) => {
+  withBin(t, undefined);
+  const dir = mkdtempSync("/tmp/sdb-");
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dbPath = join(dir, "state.db");
+  const db = await openSessionDB({ path: dbPath, mode: "daemon", autostart: true, autostartIdleExitMs: 1000 });
+  assert.ok(db.daemon !== null);
+  const { pid } = db.daemon.server;
+  t.after(() => {
+    if (isAlive(pid)) process.kill(pid, "SIGKILL");
+  });
+  assert.deepEqual(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(-3, -1), ["--idle-exit", "1"]);
+  const identity = fileIdentity(dbPath);
+  assert.ok(identity !== null);
+  const identitySocket = identitySocketPath(identity);
+  await db.createSession("s", "cli");
+  for (let i = 0; i < 20; i++) await db.appendMessage("s", { role: "user", content: `message ${i}` });
+  await sleep(2500); // over two idle spells with a client connected: it stays
+  assert.equal(await db.messageCount({ sessionId: "s" }), 20, "the daemon left while a client was connected");
+  await db.close();
+
+  await waitUntil("the autostarted daemon to exit", () => !isAlive(pid));
+  assert.match(readFileSync(db.files.daemonLog, "utf8"), /no client for 1 s \(--idle-exit\): stopping[\s\S]*stopped \(checkpointed, socket removed\)/);
+  for (const file of [`${dbPath}.sock`, identitySocket, `${dbPath}-wal`, `${dbPath}-shm`]) {
+    assert.equal(existsSync(file), false, `${file} was left behind`);
+  }
+  assert.equal(rawGet<{ integrity_check: string }>(dbPath, "PRAGMA integrity_check")?.integrity_check, "ok");
+  assert.equal(rawGet<{ n: number }>(dbPath, "SELECT COUNT(*) AS n FROM messages WHERE session_id = 's'")?.n, 20);
+});
+
+test("SESSIONDB_AUTOSTART=0 (or false) turns autostart off whatever the code asks: auto goes direct, daemon is UNAVAILABLE, no daemon starts", async (t) => {
+  withBin(t, undefined);
+  restoringEnv(t, "SESSIONDB_AUTOSTART");
+  for (const value of ["0", "false", "FALSE"]) {
+    process.env.SESSIONDB_AUTOSTART = value;
+    const dbPath = freshDbPath(t);
+    const db = await openSessionDB({ path: dbPath, autostart: true });
+    t.after(() => db.close());
+    assert.equal(db.mode, "direct", `SESSIONDB_AUTOSTART=${value}`);
+    await db.createSession("s", "cli");
+    const err = await expectCode(() => openSessionDB({ path: dbPath, mode: "daemon", autostart: true }), "UNAVAILABLE");
+    assert.doesNotMatch(err.message, /autostart started/);
+    assert.equal(existsSync(`${dbPath}.sock`), false, "a daemon was started");
+    assert.equal(existsSync(db.files.daemonLog), false, "a daemon was started");
+  }
+});
+
+test("autostartIdleExitMs must be a positive number", async () => {
+  for (const bad of [0, -1, Number.NaN, "30" as unknown as number]) {
+    await expectCode(() => openSessionDB({ autostart: true, autostartIdleExitMs: bad }), "INVALID_ARGUMENT");
+  }
 });

@@ -8,6 +8,7 @@ import functools
 import time
 from typing import Any, AsyncIterator, Dict, List, Optional
 
+from .autostart import IDLE_EXIT_S
 from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
 from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
@@ -167,8 +168,9 @@ class AsyncSessionDB(Operations):
     pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``."""
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
-                 timeout: float = 30.0, autostart: bool = True) -> None:
-        self._target = Target(db_path, socket_path, timeout, autostart)
+                 timeout: float = 30.0, autostart: bool = True,
+                 autostart_idle_exit: float = IDLE_EXIT_S) -> None:
+        self._target = Target(db_path, socket_path, timeout, autostart, autostart_idle_exit)
         self.db_path = self._target.db_path
         self._connection: Optional[AsyncConnection] = None
         self._connecting: Optional[asyncio.Lock] = None
@@ -216,7 +218,7 @@ class AsyncSessionDB(Operations):
             if await loop.run_in_executor(None, target.wait_for_holder, deadline):
                 return await self._open_first(max(deadline, time.monotonic() + 1.0))
             if not target.autostart:
-                raise target.no_daemon(f"{err}; autostart is off") from None
+                raise target.no_daemon(f"{err}; {target.autostart_off()}") from None
         await loop.run_in_executor(None, target.start_daemon)
         try:
             return await self._open_first(max(deadline, time.monotonic() + 1.0))

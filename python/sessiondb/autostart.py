@@ -1,6 +1,7 @@
-"""Starting a daemon on demand (``autostart``): ``sessiondb serve --db PATH --idle-exit 600``,
+"""Starting a daemon on demand (``autostart``): ``sessiondb serve --db PATH --idle-exit 30``,
 detached from the caller, one at a time per socket (a file lock beside the socket, removed once
-used), then waiting up to 5 s for its hello."""
+used), then waiting up to 5 s for its hello. ``SESSIONDB_AUTOSTART=0`` (or ``false``) turns it
+off, whatever the caller asked."""
 from __future__ import annotations
 
 import fcntl
@@ -19,8 +20,20 @@ START_WAIT_S = 5.0
 # How long a process waits for another one that is starting the daemon (which itself waits up
 # to START_WAIT_S): a little more, so a racing process never gives up before the starter does.
 LOCK_WAIT_S = START_WAIT_S + 3.0
-IDLE_EXIT_S = 600
+# How long an autostarted daemon lingers with no client connected (``serve --idle-exit``), by
+# default: a test suite's daemons, one per temporary database, must not pile up.
+IDLE_EXIT_S = 30.0
 POLL_S = 0.05
+
+
+def autostart_disabled() -> bool:
+    """``SESSIONDB_AUTOSTART`` says 0, false, no or off: no client starts a daemon (test suites, CI)."""
+    return os.environ.get("SESSIONDB_AUTOSTART", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def idle_exit_arg(seconds: float) -> str:
+    """``--idle-exit``'s value: a plain decimal (``serve`` takes no exponent), at least 1 ms."""
+    return f"{max(float(seconds), 0.001):.3f}".rstrip("0").rstrip(".")
 
 
 def daemon_command() -> Optional[List[str]]:
@@ -40,12 +53,12 @@ def side_file(socket_path: str, suffix: str) -> str:
 
 def start_daemon(database: str, socket_path: str, explicit_socket: bool,
                  answers: Callable[[], bool], env: Optional[Dict[str, str]] = None,
-                 serve_db: Optional[str] = None) -> None:
+                 serve_db: Optional[str] = None, idle_exit: float = IDLE_EXIT_S) -> None:
     """Makes sure a daemon answers on the socket, starting one when none does. ``answers`` is a
     probe that connects and says hello; ``env`` the daemon's environment, when not this one's
     (a PostgreSQL password as ``PGPASSWORD``, never on its command line); ``serve_db`` its
-    ``--db`` when not ``database`` (a URL with its connection settings, without its secrets).
-    Raises UnavailableError when no daemon could be had."""
+    ``--db`` when not ``database`` (a URL with its connection settings, without its secrets);
+    ``idle_exit`` the seconds the daemon lingers with no client (``serve --idle-exit``). Raises UnavailableError when no daemon could be had."""
     command = daemon_command()
     if command is None:
         raise UnavailableError("UNAVAILABLE", unavailable_message(
@@ -59,7 +72,7 @@ def start_daemon(database: str, socket_path: str, explicit_socket: bool,
         # Whoever held the lock before us may have started one already.
         if answers():
             return
-        _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env)
+        _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env, idle_exit)
     finally:
         _remove_if_ours(lock_path, lock_fd)
         os.close(lock_fd)
@@ -107,8 +120,9 @@ def _remove_if_ours(path: str, fd: int) -> None:
 
 
 def _spawn_and_wait(command: List[str], database: str, serve_db: str, socket_path: str,
-                    explicit_socket: bool, answers: Callable[[], bool], env: Optional[Dict[str, str]]) -> None:
-    args = command + ["serve", "--db", serve_db, "--idle-exit", str(IDLE_EXIT_S)]
+                    explicit_socket: bool, answers: Callable[[], bool], env: Optional[Dict[str, str]],
+                    idle_exit: float) -> None:
+    args = command + ["serve", "--db", serve_db, "--idle-exit", idle_exit_arg(idle_exit)]
     if explicit_socket:
         args += ["--socket", socket_path]
     log_path = side_file(socket_path, "daemon.log")

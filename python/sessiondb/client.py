@@ -8,7 +8,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
 
-from .autostart import start_daemon
+from .autostart import IDLE_EXIT_S, autostart_disabled, start_daemon
 from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, FilePermissionError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .file_connection import FileConnection
@@ -54,9 +54,10 @@ class Target:
     PostgreSQL database's identity) and the socket."""
 
     def __init__(self, db_path: Optional[PathLike], socket_path: Optional[PathLike],
-                 timeout: float, autostart: bool) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise InvalidArgumentError("INVALID_ARGUMENT", f"timeout must be a positive number of seconds, got {timeout!r}")
+                 timeout: float, autostart: bool, autostart_idle_exit: float = IDLE_EXIT_S) -> None:
+        for name, value in (("timeout", timeout), ("autostart_idle_exit", autostart_idle_exit)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+                raise InvalidArgumentError("INVALID_ARGUMENT", f"{name} must be a positive number of seconds, got {value!r}")
         location = os.fspath(db_path) if db_path is not None else default_database_path()
         # A URL stays a string (a Path would fold its "//"); the daemon names it by its identity,
         # so that is what its hello is checked against.
@@ -68,7 +69,12 @@ class Target:
         self.explicit_socket = socket_path is not None
         self.socket_path = os.path.abspath(os.fspath(socket_path)) if socket_path is not None else default_socket_path(location)
         self.timeout = float(timeout)
-        self.autostart = bool(autostart)
+        # $SESSIONDB_AUTOSTART=0 wins over the code: a test suite or CI job turns it off for every client.
+        self.autostart = bool(autostart) and not autostart_disabled()
+        self.autostart_idle_exit = float(autostart_idle_exit)
+
+    def autostart_off(self) -> str:
+        return "autostart is off (SESSIONDB_AUTOSTART)" if autostart_disabled() else "autostart is off"
 
     def no_daemon(self, why: str) -> UnavailableError:
         return UnavailableError("UNAVAILABLE", unavailable_message(self.socket_path, self.database, why))
@@ -144,7 +150,8 @@ class Target:
         # A URL goes on the daemon's command line without its secrets, its password in the environment.
         env = pg_password_env(self._url) if self._url else None
         serve_db = url_without_secrets(self._url) if self._url else None
-        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env, serve_db)
+        start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env, serve_db,
+                     self.autostart_idle_exit)
 
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
@@ -154,7 +161,7 @@ class Target:
             if self.wait_for_holder(deadline):
                 return self.open_first(max(deadline, time.monotonic() + 1.0))
             if not self.autostart:
-                raise self.no_daemon(f"{err}; autostart is off") from None
+                raise self.no_daemon(f"{err}; {self.autostart_off()}") from None
         self.start_daemon()
         try:
             return self.open_first(max(deadline, time.monotonic() + 1.0))
@@ -220,8 +227,9 @@ class SessionDB(Operations):
     parent's)."""
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
-                 timeout: float = 30.0, autostart: bool = True) -> None:
-        self._target = Target(db_path, socket_path, timeout, autostart)
+                 timeout: float = 30.0, autostart: bool = True,
+                 autostart_idle_exit: float = IDLE_EXIT_S) -> None:
+        self._target = Target(db_path, socket_path, timeout, autostart, autostart_idle_exit)
         self.db_path = self._target.db_path
         # The reference's lock, for callers that hold it around ``_conn`` (upstream's ACP
         # adapter); this class's own state has a lock of its own, so holding it blocks no call.

@@ -107,7 +107,7 @@ def test_the_autostarted_daemon_is_detached_and_stops_after_its_idle_time(tmp: P
     pid = handle._connected(10 ** 9).hello["pid"]
     assert os.getsid(pid) == pid  # a session of its own: the caller's signals do not reach it
     cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    assert cmdline[-6:-1] == [b"serve", b"--db", str(db).encode(), b"--idle-exit", b"600"]
+    assert cmdline[-6:-1] == [b"serve", b"--db", str(db).encode(), b"--idle-exit", b"30"]
     handle.close()
     stop_daemon(db)
 
@@ -126,7 +126,7 @@ def test_a_postgres_url_autostarts_its_daemon_with_the_password_in_its_environme
         assert handle.socket_path.startswith(str(tmp / "run" / "sessiondb") + "/")
         cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         served = base.replace("postgres:s3cret@", "postgres@") + "&sslmode=disable&application_name=gateway"
-        assert cmdline[-6:-1] == [b"serve", b"--db", served.encode(), b"--idle-exit", b"600"]
+        assert cmdline[-6:-1] == [b"serve", b"--db", served.encode(), b"--idle-exit", b"30"]
         assert not any(b"s3cret" in arg or b"k3y" in arg for arg in cmdline)
         assert b"PGPASSWORD=s3cret" in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
         log = Path(handle.socket_path[:-len(".sock")] + ".daemon.log")
@@ -283,3 +283,74 @@ def test_async_read_retried_and_write_not_resent(tmp: Path):
         assert [r["op"] for r in fake.requests].count("appendMessage") == 1
     finally:
         fake.close()
+
+
+def daemon_files(db: Path) -> List[str]:
+    """The files a daemon leaves beside the database while it runs (its socket, the WAL and its index)."""
+    return [str(db) + suffix for suffix in (".sock", "-wal", "-shm")]
+
+
+@pytest.mark.parametrize("cls", ["sync", "asyncio"])
+def test_an_autostarted_daemon_leaves_once_its_last_client_closed_checkpointed_and_intact(tmp: Path, bin_env: Path, cls: str):
+    db = tmp / "state.db"
+    if cls == "sync":
+        handle = SessionDB(db, autostart_idle_exit=1)
+        pid = handle._connected(10 ** 9).hello["pid"]
+        handle.create_session("s", "cli")
+        for i in range(20):
+            handle.append_message("s", "user", f"message {i}")
+    else:
+        import asyncio
+
+        async def use() -> int:
+            async with AsyncSessionDB(db, autostart_idle_exit=1) as adb:
+                await adb.create_session("s", "cli")
+                for i in range(20):
+                    await adb.append_message("s", "user", f"message {i}")
+                return (await adb._connected(time.monotonic() + 30)).hello["pid"]
+        pid = asyncio.run(use())
+        handle = None
+    try:
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        assert cmdline[-3:-1] == [b"--idle-exit", b"1"]
+        if handle is not None:
+            time.sleep(2.5)  # over two idle spells with a client connected: it stays
+            assert process_running(pid) and handle.message_count("s") == 20
+            handle.close()
+        give_up = time.monotonic() + 120  # a bound for a daemon that never leaves, not a speed target
+        while process_running(pid):
+            assert time.monotonic() < give_up, "the autostarted daemon did not exit"
+            time.sleep(0.05)
+    finally:
+        if process_running(pid):
+            os.kill(pid, signal.SIGKILL)
+    log = (tmp / "state.db.daemon.log").read_text()
+    assert "no client for 1 s (--idle-exit): stopping" in log and "stopped (checkpointed, socket removed)" in log
+    assert [f for f in daemon_files(db) if os.path.exists(f)] == []
+    assert run_sql(db, "PRAGMA integrity_check") == [("ok",)]
+    assert run_sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = 's'")[0][0] == 20
+
+
+@pytest.mark.parametrize("value", ["0", "false", "False"])
+def test_sessiondb_autostart_0_turns_autostart_off_whatever_the_code_asks(tmp: Path, bin_env: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch, value: str):
+    monkeypatch.setenv("SESSIONDB_AUTOSTART", value)
+    db = tmp / "state.db"
+    with pytest.raises(UnavailableError, match="autostart is off \\(SESSIONDB_AUTOSTART\\)"):
+        SessionDB(db, autostart=True)
+    import asyncio
+
+    async def use() -> None:
+        async with AsyncSessionDB(db, autostart=True) as adb:
+            await adb.session_count()
+    with pytest.raises(UnavailableError, match="SESSIONDB_AUTOSTART"):
+        asyncio.run(use())
+    assert daemon_pids(db) == []
+    assert not os.path.exists(f"{db}.sock") and not os.path.exists(tmp / "state.db.daemon.log")
+
+
+def test_autostart_idle_exit_must_be_a_positive_number_of_seconds(tmp: Path):
+    from sessiondb import InvalidArgumentError
+    for bad in (0, -1, float("nan"), float("inf"), "30", True):
+        with pytest.raises(InvalidArgumentError):
+            SessionDB(tmp / "state.db", autostart_idle_exit=bad)

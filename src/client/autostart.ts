@@ -13,8 +13,6 @@ import { findDaemon, HeldFileError } from "./daemon-lookup.js";
 /** How long a started daemon has to answer its first hello. */
 const START_WAIT_MS = 5000;
 const POLL_MS = 50;
-/** Seconds an autostarted daemon lingers with no client (`serve --idle-exit`). */
-export const AUTOSTART_IDLE_EXIT_S = 600;
 
 /** `$SESSIONDB_BIN`, else this package's own CLI run by this Node. */
 function daemonCommand(): [string, string[]] {
@@ -25,7 +23,7 @@ function daemonCommand(): [string, string[]] {
 
 /**
  * Connects to the file's daemon (found as client/daemon-lookup.ts says), starting one when none answers (`openSessionDB({ autostart:
- * true })`): `serve --db PATH --idle-exit 600`, detached (a session of its own, output to
+ * true })`): `serve --db PATH --idle-exit 30` (`autostartIdleExitMs`), detached (a session of its own, output to
  * `files.daemonLog` beside the socket), then waits up to 5 s for its hello. Two processes starting
  * one at once is safe: the daemon's instance lock lets one serve and the other exit. With
  * `create: false` a missing file is NOT_FOUND rather than a daemon that would create it.
@@ -52,7 +50,8 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   try {
     // A PostgreSQL URL goes on the command line without its secrets, its password in the environment.
     const serveDb = postgres ? pgUrlWithoutSecrets(options.path) : db;
-    const child = spawn(command, [...prefix, "serve", "--db", serveDb, "--socket", socket, "--idle-exit", String(AUTOSTART_IDLE_EXIT_S)], {
+    const idleExit = String(Math.max(1, options.autostartIdleExitMs) / 1000);
+    const child = spawn(command, [...prefix, "serve", "--db", serveDb, "--socket", socket, "--idle-exit", idleExit], {
       detached: true,
       stdio: ["ignore", log, log],
       env: postgres ? pgPasswordEnv(options.path) : process.env,
