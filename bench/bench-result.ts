@@ -6,6 +6,7 @@ import type { LatencySummary } from "./stats.js";
 import type { ReadSideResult } from "./read-side.js";
 import type { TargetCheck } from "./targets.js";
 import type { WalResult } from "./wal-growth.js";
+import type { IdleFootprintResult } from "./idle-footprint.js";
 
 export interface ResolvedBenchOptions {
   preset: "quick" | "full";
@@ -30,6 +31,14 @@ export interface ResolvedBenchOptions {
   workDir: string | null;
   /** The convoy matrix runs once per value: every process's fsync delayed this many ms (0: the disk as it is). */
   fsyncDelaysMs: number[];
+  /** The idle footprint: quiet time before each measurement, its counting window, the soak (0: none). */
+  idleSettleSeconds: number;
+  idleWindowSeconds: number;
+  soakSeconds: number;
+  /** First reads timed after the reader pool shrank. */
+  coldReads: number;
+  /** Only the idle footprint runs (`--idle-only`). */
+  idleOnly: boolean;
 }
 
 export interface BenchResult {
@@ -47,4 +56,14 @@ export interface BenchResult {
   targets: TargetCheck[];
   read: ReadSideResult | null;
   wal: WalResult | null;
+  /** Absent from results written before the idle footprint was measured. */
+  idle?: IdleFootprintResult | null;
+}
+
+/** `bench/results/<timestamp>-idle.json`, from `--idle-only`. */
+export interface IdleOnlyResult {
+  startedAt: string;
+  machine: Machine;
+  options: ResolvedBenchOptions;
+  idle: IdleFootprintResult;
 }

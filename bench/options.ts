@@ -24,19 +24,24 @@ export interface BenchArgs {
   "cache-dir"?: string;
   "work-dir"?: string;
   "fsync-delay-ms"?: string;
+  "idle-settle-seconds"?: string;
+  "idle-seconds"?: string;
+  "soak-seconds"?: string;
+  "cold-reads"?: string;
+  "idle-only"?: boolean;
 }
 
-type Preset = Omit<ResolvedBenchOptions, "out" | "cacheDir" | "workDir" | "synchronous" | "modes" | "walLimitMb" | "seed">;
+type Preset = Omit<ResolvedBenchOptions, "out" | "cacheDir" | "workDir" | "synchronous" | "modes" | "walLimitMb" | "seed" | "idleOnly">;
 
 const PRESETS: Record<"quick" | "full", Preset> = {
   // 4 s of WAL growth stay under the daemon's default bound (64 MiB): a small one shows it at work.
   quick: {
     preset: "quick", ks: [1, 4, 16, 32], seconds: 3, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8,
-    fsyncDelaysMs: [0, 1],
+    fsyncDelaysMs: [0, 1], idleSettleSeconds: 10, idleWindowSeconds: 10, soakSeconds: 60, coldReads: 10,
   },
   full: {
     preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, reps: 3, messages: [200_000, 1_000_000], readSeconds: 4, walSeconds: 20,
-    walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3],
+    walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3], idleSettleSeconds: 10, idleWindowSeconds: 60, soakSeconds: 3600, coldReads: 30,
   },
 };
 
@@ -110,5 +115,11 @@ export function resolveBenchOptions(args: BenchArgs): ResolvedBenchOptions {
     cacheDir: dir(args["cache-dir"], DEFAULT_CACHE_DIR),
     workDir: args["work-dir"] === undefined ? null : dir(args["work-dir"], ""),
     fsyncDelaysMs: delays(args["fsync-delay-ms"], preset.fsyncDelaysMs),
+    idleSettleSeconds: positive(args["idle-settle-seconds"], "idle-settle-seconds", preset.idleSettleSeconds, false),
+    idleWindowSeconds: positive(args["idle-seconds"], "idle-seconds", preset.idleWindowSeconds, false),
+    // `--soak-seconds 0` skips the soak.
+    soakSeconds: args["soak-seconds"] === "0" ? 0 : positive(args["soak-seconds"], "soak-seconds", preset.soakSeconds, false),
+    coldReads: positive(args["cold-reads"], "cold-reads", preset.coldReads, true),
+    idleOnly: args["idle-only"] ?? false,
   };
 }

@@ -11,6 +11,8 @@ import { MODES } from "./modes.js";
 import { READ_OPS, SLOW_SEARCHERS, type ReadSizeResult } from "./read-side.js";
 import { VIAS } from "./served-copy.js";
 import { spread, type Spread } from "./stats.js";
+import { idleFootprintTable } from "./idle-footprint.js";
+import type { IdleOnlyResult } from "./bench-result.js";
 
 /** Three significant-ish digits: 12345, 123, 12.3, 1.23, 0.123. */
 export function num(n: number | null | undefined): string {
@@ -210,6 +212,7 @@ export function formatReport(result: BenchResult): string {
     ...(result.targets.length > 0 ? ["### Targets", targetTable(result)] : []),
     ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size)]),
     ...(result.wal !== null ? ["### WAL growth", walTable(result)] : []),
+    ...(result.idle != null ? ["### Idle daemon", idleFootprintTable(result.idle)] : []),
     `Suite time: ${num(result.durationS)} s.`,
   ];
   return `${parts.join("\n\n")}\n`;
@@ -222,4 +225,17 @@ export async function writeResults(result: BenchResult, outDir: string): Promise
   const json = join(outDir, `${stem}.json`);
   writeFileSync(json, `${JSON.stringify(result, null, 1)}\n`);
   return [json, ...(await writeCharts(result, outDir, stem))];
+}
+
+/** `--idle-only`'s report. */
+export function formatIdleReport(result: IdleOnlyResult): string {
+  return `${[`## sessiondb idle footprint (${result.options.preset})`, machineLine(result.machine, result.startedAt), idleFootprintTable(result.idle)].join("\n\n")}\n`;
+}
+
+/** `--idle-only`'s JSON; returns its path. */
+export function writeIdleResult(result: IdleOnlyResult, outDir: string): string {
+  mkdirSync(outDir, { recursive: true });
+  const json = join(outDir, `${result.startedAt.replace(/[:.]/g, "-")}-idle.json`);
+  writeFileSync(json, `${JSON.stringify(result, null, 1)}\n`);
+  return json;
 }

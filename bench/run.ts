@@ -7,8 +7,8 @@ import { parseArgs } from "node:util";
 import { FsyncDelayBuildError } from "./fsync-delay.js";
 import { exitCleanlyOnInterrupt } from "./interrupt.js";
 import { BenchOptionError, resolveBenchOptions, type BenchArgs } from "./options.js";
-import { formatReport, writeResults } from "./report.js";
-import { runSuite } from "./suite.js";
+import { formatIdleReport, formatReport, writeIdleResult, writeResults } from "./report.js";
+import { runIdleOnly, runSuite } from "./suite.js";
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -34,17 +34,24 @@ const USAGE = `Usage: npm run bench [-- options]
   --out DIR              results directory (default bench/results)
   --cache-dir DIR        generated corpora (default bench/.cache)
   --work-dir DIR         where run files go (default: a temporary directory, removed afterwards)
+  --idle-only            only the idle daemon's footprint: RSS and wake-ups after a quiet spell, fresh and after
+                         use, a soak, and the first read after the reader pool shrank (writes <timestamp>-idle.json)
+  --idle-settle-seconds N  quiet time with no client before each idle measurement (default 10)
+  --idle-seconds N       the window its wake-ups and CPU are counted over (quick 10, full 60)
+  --soak-seconds N       how long the idle daemon is watched for growth (quick 60, full 3600: an hour); 0 skips it
+  --cold-reads N         first reads timed after the reader pool shrank (quick 10, full 30)
 `;
 
 const STRING_OPTIONS = [
   "k", "seconds", "reps", "messages", "synchronous", "modes", "read-seconds", "wal-seconds", "wal-limit-mb", "seed", "out",
-  "cache-dir", "work-dir", "fsync-delay-ms",
+  "cache-dir", "work-dir", "fsync-delay-ms", "idle-settle-seconds", "idle-seconds", "soak-seconds", "cold-reads",
 ] as const;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       full: { type: "boolean" },
+      "idle-only": { type: "boolean" },
       help: { type: "boolean", short: "h" },
       ...Object.fromEntries(STRING_OPTIONS.map((name) => [name, { type: "string" as const }])),
     },
@@ -58,6 +65,13 @@ async function main(): Promise<number> {
   const options = resolveBenchOptions(values as BenchArgs);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   exitCleanlyOnInterrupt(log);
+  if (options.idleOnly) {
+    log(`sessiondb bench, idle footprint (${options.preset}): soak ${options.soakSeconds} s`);
+    const result = await runIdleOnly(options, log);
+    process.stdout.write(formatIdleReport(result));
+    process.stdout.write(`\nWritten: ${writeIdleResult(result, options.out)}\n`);
+    return 0;
+  }
   log(
     `sessiondb bench (${options.preset}): K=${options.ks.join(",")}, ${options.reps} rep(s) × ${options.seconds} s, ` +
       `fsync delays ${options.fsyncDelaysMs.join(", ")} ms, modes ${options.modes.join(", ")}`,

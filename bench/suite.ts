@@ -2,7 +2,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { BenchResult, ResolvedBenchOptions } from "./bench-result.js";
+import type { BenchResult, IdleOnlyResult, ResolvedBenchOptions } from "./bench-result.js";
 import { ensureCorpus } from "./corpus.js";
 import { buildFsyncDelayLibrary } from "./fsync-delay.js";
 import { probeFsync } from "./fsync-probe.js";
@@ -13,6 +13,38 @@ import { writeMessagePool } from "./message-pool.js";
 import { runReadSide, slowestSearch } from "./read-side.js";
 import { checkTargets } from "./targets.js";
 import { runWalGrowth } from "./wal-growth.js";
+import { runIdleFootprint, type IdleFootprintOptions } from "./idle-footprint.js";
+
+function idleOptions(options: ResolvedBenchOptions, workDir: string, socketDir: string): IdleFootprintOptions {
+  return {
+    workDir,
+    socketDir,
+    settleSeconds: options.idleSettleSeconds,
+    windowSeconds: options.idleWindowSeconds,
+    soakSeconds: options.soakSeconds,
+    coldReads: options.coldReads,
+  };
+}
+
+/** `--idle-only`: the idle footprint alone (quick: a one-minute soak; `--full`: an hour). */
+export async function runIdleOnly(options: ResolvedBenchOptions, log: (line: string) => void): Promise<IdleOnlyResult> {
+  const startedAt = new Date().toISOString();
+  const machine = describeMachine();
+  const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), "sdb-bench-"));
+  mkdirSync(workDir, { recursive: true });
+  const socketDir = mkdtempSync(join(tmpdir(), "sdbb-"));
+  const removeDirs = () => {
+    if (options.workDir === null) rmSync(workDir, { recursive: true, force: true });
+    rmSync(socketDir, { recursive: true, force: true });
+  };
+  const forget = undoOnInterrupt(removeDirs);
+  try {
+    return { startedAt, machine, options, idle: await runIdleFootprint(idleOptions(options, workDir, socketDir), log) };
+  } finally {
+    forget();
+    removeDirs();
+  }
+}
 
 export async function runSuite(options: ResolvedBenchOptions, log: (line: string) => void): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
@@ -57,6 +89,8 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
             },
             log,
           );
+    // Last, on a machine the other runs have left: its wake-ups are counted.
+    const idle = await runIdleFootprint(idleOptions(options, workDir, socketDir), log);
     return {
       format: 1,
       startedAt,
@@ -69,6 +103,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
       targets: checkTargets(convoy, read),
       read,
       wal,
+      idle,
     };
   } finally {
     forget();

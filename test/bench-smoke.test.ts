@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type { BenchResult } from "../bench/bench-result.js";
+import type { BenchResult, IdleOnlyResult } from "../bench/bench-result.js";
 import { BenchChild } from "../bench/child-process.js";
 import { CONVOY_MODES, MODES } from "../bench/modes.js";
 import { buildFsyncDelayLibrary, fsyncDelayEnv } from "../bench/fsync-delay.js";
@@ -29,11 +29,12 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
     process.execPath,
     [
       RUN_JS, "--k", "1,2", "--seconds", "0.5", "--reps", "1", "--messages", "1000", "--read-seconds", "0.05",
-      "--wal-seconds", "0.5", "--out", out, "--cache-dir", join(dir, "cache"), "--work-dir", join(dir, "work"),
+      "--wal-seconds", "0.5", "--idle-settle-seconds", "0.5", "--idle-seconds", "0.5", "--soak-seconds", "1", "--cold-reads", "2", "--out", out, "--cache-dir", join(dir, "cache"), "--work-dir", join(dir, "work"),
     ],
     { maxBuffer: 16 * 1024 * 1024 },
   );
   assert.match(stdout, /### Convoy/);
+  assert.match(stdout, /### Idle daemon/);
 
   const files = readdirSync(out);
   const jsonFiles = files.filter((f) => f.endsWith(".json"));
@@ -91,6 +92,10 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
   for (const e of read.exports) assert.ok(e.messages >= 1000, `exportAll ${e.via} ${e.load} exported the whole corpus`);
   assert.deepEqual(result.wal?.series.map((s) => s.via).sort(), ["daemon", "direct"]);
   for (const s of result.wal!.series) assert.ok(s.samples.length >= 2, `WAL sampled via ${s.via}`);
+  const idle = result.idle!;
+  for (const w of [idle.fresh, idle.afterUse]) assert.ok(w.sample.rssKb > 0 && w.wakeupsPerS >= 0, "the idle daemon measured");
+  assert.ok(idle.soak !== null && idle.soak.samples.length >= 2, "the idle daemon soaked");
+  assert.equal(idle.firstReadMs.cold.count, 2);
 
   const stem = jsonFiles[0]!.replace(/\.json$/, "");
   for (const chart of ["throughput", "latency", "histogram", "wal"]) {
@@ -251,3 +256,21 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
     assert.equal(existsSync(workDir), false, "the work directory was removed");
   });
 }
+
+test("bench --idle-only measures the idle daemon alone and writes its own results file", { timeout: 120_000 }, async (t) => {
+  const dir = tempDir(t);
+  const out = join(dir, "results");
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    RUN_JS, "--idle-only", "--idle-settle-seconds", "0.3", "--idle-seconds", "0.3", "--soak-seconds", "0", "--cold-reads", "1", "--out", out,
+    "--work-dir", join(dir, "work"),
+  ]);
+  assert.match(stdout, /## sessiondb idle footprint/);
+  assert.match(stdout, /\| fresh \| [\d.]+ \|/);
+  const files = readdirSync(out);
+  assert.equal(files.length, 1, files.join(", "));
+  assert.match(files[0]!, /-idle\.json$/);
+  const { idle } = JSON.parse(readFileSync(join(out, files[0]!), "utf8")) as IdleOnlyResult;
+  assert.equal(idle.soak, null);
+  assert.ok(idle.afterUse.sample.threads > 0);
+  assert.equal(idle.firstReadMs.cold.count, 1);
+});
