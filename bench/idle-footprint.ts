@@ -176,12 +176,12 @@ class IdleDaemon {
 async function use(daemon: IdleDaemon): Promise<void> {
   const db = await daemon.open();
   try {
-    for (let s = 0; s < 20; s++) {
+    for (let s = 0; s < 10; s++) {
       await db.createSession(`idle-${s}`, "cli", { model: "m" });
-      await Promise.all(Array.from({ length: 100 }, (_, i) => db.appendMessage(`idle-${s}`, { role: i % 2 ? "assistant" : "user", content: `message ${i} of session ${s} about footprint` })));
+      await Promise.all(Array.from({ length: 50 }, (_, i) => db.appendMessage(`idle-${s}`, { role: i % 2 ? "assistant" : "user", content: `message ${i} of session ${s} about footprint` })));
     }
-    for (let i = 0; i < 100; i++) {
-      await db.getSession(`idle-${i % 20}`);
+    for (let i = 0; i < 50; i++) {
+      await db.getSession(`idle-${i % 10}`);
       await db.searchMessages("footprint", { limit: 5 });
       await db.listSessionsRich({ limit: 10 });
     }

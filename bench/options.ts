@@ -116,7 +116,8 @@ export function resolveBenchOptions(args: BenchArgs): ResolvedBenchOptions {
     workDir: args["work-dir"] === undefined ? null : dir(args["work-dir"], ""),
     fsyncDelaysMs: delays(args["fsync-delay-ms"], preset.fsyncDelaysMs),
     idleSettleSeconds: positive(args["idle-settle-seconds"], "idle-settle-seconds", preset.idleSettleSeconds, false),
-    idleWindowSeconds: positive(args["idle-seconds"], "idle-seconds", preset.idleWindowSeconds, false),
+    // `--idle-seconds 0` leaves the idle footprint out of the suite.
+    idleWindowSeconds: args["idle-seconds"] === "0" ? 0 : positive(args["idle-seconds"], "idle-seconds", preset.idleWindowSeconds, false),
     // `--soak-seconds 0` skips the soak.
     soakSeconds: args["soak-seconds"] === "0" ? 0 : positive(args["soak-seconds"], "soak-seconds", preset.soakSeconds, false),
     coldReads: positive(args["cold-reads"], "cold-reads", preset.coldReads, true),

@@ -37,7 +37,8 @@ const USAGE = `Usage: npm run bench [-- options]
   --idle-only            only the idle daemon's footprint: RSS and wake-ups after a quiet spell, fresh and after
                          use, a soak, and the first read after the reader pool shrank (writes <timestamp>-idle.json)
   --idle-settle-seconds N  quiet time with no client before each idle measurement (default 10)
-  --idle-seconds N       the window its wake-ups and CPU are counted over (quick 10, full 60)
+  --idle-seconds N       the window its wake-ups and CPU are counted over (quick 10, full 60); 0 leaves the
+                         idle footprint out of the suite
   --soak-seconds N       how long the idle daemon is watched for growth (quick 60, full 3600: an hour); 0 skips it
   --cold-reads N         first reads timed after the reader pool shrank (quick 10, full 30)
 `;
@@ -66,6 +67,7 @@ async function main(): Promise<number> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   exitCleanlyOnInterrupt(log);
   if (options.idleOnly) {
+    if (options.idleWindowSeconds === 0) throw new BenchOptionError("--idle-only needs --idle-seconds above 0");
     log(`sessiondb bench, idle footprint (${options.preset}): soak ${options.soakSeconds} s`);
     const result = await runIdleOnly(options, log);
     process.stdout.write(formatIdleReport(result));

@@ -90,7 +90,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
             log,
           );
     // Last, on a machine the other runs have left: its wake-ups are counted.
-    const idle = await runIdleFootprint(idleOptions(options, workDir, socketDir), log);
+    const idle = options.idleWindowSeconds === 0 ? null : await runIdleFootprint(idleOptions(options, workDir, socketDir), log);
     return {
       format: 1,
       startedAt,
