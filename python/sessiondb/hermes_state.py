@@ -139,10 +139,11 @@ class SessionDB(client.SessionDB):
     ``DEFAULT_DB_PATH`` when it was re-pointed, else the default file at call time."""
 
     def __init__(self, db_path: Optional[Any] = None, *, socket_path: Optional[Any] = None,
-                 timeout: float = 30.0, autostart: bool = True) -> None:
+                 timeout: float = 30.0, autostart: bool = True, autostart_idle_exit: float = 30.0) -> None:
         if db_path is None and DEFAULT_DB_PATH != _IMPORT_DEFAULT_DB_PATH:
             db_path = DEFAULT_DB_PATH
-        super().__init__(db_path, socket_path=socket_path, timeout=timeout, autostart=autostart)
+        super().__init__(db_path, socket_path=socket_path, timeout=timeout, autostart=autostart,
+                         autostart_idle_exit=autostart_idle_exit)
 
 
 __all__ = ["SessionDB", "DEFAULT_DB_PATH", "SCHEMA_VERSION", "SCHEMA_SQL", "FTS_SQL", "T", "logger",
