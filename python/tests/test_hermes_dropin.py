@@ -274,10 +274,17 @@ def test_hermes_state_exports_the_reference_modules_public_names(tmp: Path, bin_
         hermes_state.DEFAULT_DB_PATH = saved
 
 
+def run_module(args: list, cwd: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
+    done = subprocess.run([sys.executable, "-m", "sessiondb.hermes_state", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_install_makes_import_hermes_state_give_the_client_even_in_a_hermes_checkout(tmp: Path):
     site_dir = tmp / "site"
-    run_python("import sys; from sessiondb.hermes_alias import main; sys.exit(main(['--install', '--target', sys.argv[1] if len(sys.argv) > 1 else '']))".replace(
-        "sys.argv[1] if len(sys.argv) > 1 else ''", repr(str(site_dir))), tmp)
+    assert "wrote" in run_module(["--install", "--target", str(site_dir)], tmp)  # the README's one line
     checkout = tmp / "hermes-agent"
     checkout.mkdir()
     (checkout / "hermes_state.py").write_text("raise SystemExit('the reference was imported')\n")
@@ -286,7 +293,7 @@ def test_install_makes_import_hermes_state_give_the_client_even_in_a_hermes_chec
             "import hermes_state; from hermes_state import SessionDB, DEFAULT_DB_PATH\n"
             "print(hermes_state.__name__, SessionDB.__module__)")
     assert run_python(code, checkout) == "sessiondb.hermes_state sessiondb.hermes_state"
-    run_python(f"import sys; from sessiondb.hermes_alias import main; sys.exit(main(['--uninstall', '--target', {str(site_dir)!r}]))", tmp)
+    run_module(["--uninstall", "--target", str(site_dir)], tmp)
     assert sorted(os.listdir(site_dir)) == []
 
 
