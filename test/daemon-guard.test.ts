@@ -112,3 +112,16 @@ test("lock files: a clean stop removes its own; stale ones of dead daemons go wi
   assert.equal(existsSync(`${dbPath}.daemon-lock`), false, "the next client left the dead daemon's lock file");
   assert.equal(existsSync(legacy), false, "the next client left the file's stale identity lock");
 });
+
+test("no flock(1) on PATH: the daemon says so, falls back to a lock file in the runtime folder, and serves", async (t) => {
+  const dir = shortTempDir(t);
+  const runtime = ownRuntimeDir(t, dir);
+  const dbPath = join(dir, "state.db");
+  const daemon = await startDaemon(t, dbPath, { env: { PATH: join(dir, "no-bin") } });
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  assert.equal(existsSync(join(runtime, `${identityName(fileIdentity(dbPath)!)}.daemon-lock`)), true);
+  const stopped = await daemon.stop();
+  assert.equal(stopped.code, 0, stopped.stderr);
+  assert.match(stopped.stderr, /flock\(1\) \(util-linux\) cannot be run here: one daemon per file is guarded by a lock file in the runtime folder only/);
+});
