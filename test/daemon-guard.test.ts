@@ -125,3 +125,31 @@ test("no flock(1) on PATH: the daemon says so, falls back to a lock file in the 
   assert.equal(stopped.code, 0, stopped.stderr);
   assert.match(stopped.stderr, /flock\(1\) \(util-linux\) cannot be run here: one daemon per file is guarded by a lock file in the runtime folder only/);
 });
+
+test("a file bind-mounted under another name (one link): direct mode through it writes under the daemon's name", async (t) => {
+  if (process.getuid?.() !== 0 || spawnSync("unshare", ["-m", "true"]).status !== 0) return t.skip("needs root and unshare -m");
+  const dir = shortTempDir(t);
+  ownRuntimeDir(t, dir);
+  mkdirSync(join(dir, "a"));
+  mkdirSync(join(dir, "b"));
+  const served = join(dir, "a", "state.db");
+  const mounted = join(dir, "b", "mounted.db");
+  const daemon = await startDaemon(t, served);
+  writeFileSync(mounted, "");
+  // In a mount namespace of its own: the bind mount is that child's alone and goes with it.
+  const index = new URL("../src/index.js", import.meta.url).href;
+  const script = `const { openSessionDB } = await import(${JSON.stringify(index)});
+const db = await openSessionDB({ path: process.argv[1], mode: "direct" });
+await db.createSession("through-the-mount", "cli");
+console.log(db.files.db);
+await db.close();`;
+  const child = spawnSync("unshare", ["-m", "sh", "-c", 'mount --bind "$1" "$2" && exec "$3" --input-type=module -e "$4" "$2"', "sh", served, mounted, process.execPath, script], {
+    encoding: "utf8",
+    env: process.env,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.equal(child.stdout.trim(), served, "direct mode opened the file by the mount's name, beside the daemon's WAL");
+  assert.equal(existsSync(`${mounted}-wal`), false);
+  const db = await daemon.open(t);
+  assert.notEqual(await db.getSession("through-the-mount"), null);
+});
