@@ -53,12 +53,16 @@ def side_file(socket_path: str, suffix: str) -> str:
 
 def start_daemon(database: str, socket_path: str, explicit_socket: bool,
                  answers: Callable[[], bool], env: Optional[Dict[str, str]] = None,
-                 serve_db: Optional[str] = None, idle_exit: float = IDLE_EXIT_S) -> None:
+                 serve_db: Optional[str] = None, idle_exit: float = IDLE_EXIT_S,
+                 on_spawn: Optional[Callable[[], None]] = None) -> None:
     """Makes sure a daemon answers on the socket, starting one when none does. ``answers`` is a
     probe that connects and says hello; ``env`` the daemon's environment, when not this one's
     (a PostgreSQL password as ``PGPASSWORD``, never on its command line); ``serve_db`` its
     ``--db`` when not ``database`` (a URL with its connection settings, without its secrets);
-    ``idle_exit`` the seconds the daemon lingers with no client (``serve --idle-exit``). Raises UnavailableError when no daemon could be had."""
+    ``idle_exit`` the seconds the daemon lingers with no client (``serve --idle-exit``);
+    ``on_spawn`` is called once the daemon's process exists (a caller that goes on without waiting
+    for its hello lets its own process end no sooner). Raises UnavailableError when no daemon
+    could be had."""
     command = daemon_command()
     if command is None:
         raise UnavailableError("UNAVAILABLE", unavailable_message(
@@ -72,7 +76,8 @@ def start_daemon(database: str, socket_path: str, explicit_socket: bool,
         # Whoever held the lock before us may have started one already.
         if answers():
             return
-        _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env, idle_exit)
+        _spawn_and_wait(command, database, serve_db or database, socket_path, explicit_socket, answers, env, idle_exit,
+                        on_spawn)
     finally:
         _remove_if_ours(lock_path, lock_fd)
         os.close(lock_fd)
@@ -121,7 +126,7 @@ def _remove_if_ours(path: str, fd: int) -> None:
 
 def _spawn_and_wait(command: List[str], database: str, serve_db: str, socket_path: str,
                     explicit_socket: bool, answers: Callable[[], bool], env: Optional[Dict[str, str]],
-                    idle_exit: float) -> None:
+                    idle_exit: float, on_spawn: Optional[Callable[[], None]] = None) -> None:
     args = command + ["serve", "--db", serve_db, "--idle-exit", idle_exit_arg(idle_exit)]
     if explicit_socket:
         args += ["--socket", socket_path]
@@ -137,6 +142,8 @@ def _spawn_and_wait(command: List[str], database: str, serve_db: str, socket_pat
             socket_path, database, f"autostart could not run {command[0]}: {err}")) from None
     finally:
         os.close(log_fd)
+    if on_spawn is not None:
+        on_spawn()
     # Reaps the daemon when it exits while this process still runs (no zombie).
     threading.Thread(target=process.wait, name="sessiondb-daemon-reaper", daemon=True).start()
     give_up = time.monotonic() + START_WAIT_S

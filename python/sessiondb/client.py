@@ -8,7 +8,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
 
-from .autostart import IDLE_EXIT_S, autostart_disabled, start_daemon
+from .autostart import IDLE_EXIT_S, autostart_disabled, daemon_command, start_daemon
+from .bridge import Bridge, Daemon
 from .connection import Connection, Lost, NoDaemon
 from .errors import ClosedError, FilePermissionError, InvalidArgumentError, UnavailableError, UntrustedSocketError
 from .file_connection import FileConnection
@@ -142,7 +143,7 @@ class Target:
                 remove_stale_lock(lock)
         return False
 
-    def start_daemon(self) -> None:
+    def start_daemon(self, on_spawn: Optional[Any] = None) -> None:
         """Autostart (blocking): a daemon for this database, unless one answers by then."""
         refusal = None if self._url else write_refusal(self.database)
         if refusal is not None:  # no daemon serves it: say why rather than start one that refuses
@@ -151,7 +152,7 @@ class Target:
         env = pg_password_env(self._url) if self._url else None
         serve_db = url_without_secrets(self._url) if self._url else None
         start_daemon(self.database, self.socket_path, self.explicit_socket, self.answers, env, serve_db,
-                     self.autostart_idle_exit)
+                     self.autostart_idle_exit, on_spawn)
 
     def connect(self, deadline: float) -> Connection:
         """A connection to the file's daemon, starting one when allowed and none answers."""
@@ -207,6 +208,8 @@ class Attempts:
         return self._target.no_daemon(f"the connection kept failing during {self._op}")
 
 
+_NOT_BRIDGED = object()
+
 # Every open handle, so that a forked child can drop the connections it inherited.
 _handles: "weakref.WeakSet[SessionDB]" = weakref.WeakSet()
 
@@ -238,8 +241,52 @@ class SessionDB(Operations):
         self._file = FileConnection(self._target.database, self._target.timeout)
         self._connection: Optional[Connection] = None
         self._closed = False
+        # While no daemon answers yet: the file itself, until the daemon started in the background
+        # does (bridge.py). Its lock orders the calls around the move.
+        self._bridge: Optional[Bridge] = None
+        self._bridge_lock = threading.Lock()
         _handles.add(self)
-        self._connected(time.monotonic() + self._target.timeout)
+        deadline = time.monotonic() + self._target.timeout
+        if not self._start_bridged(deadline):
+            self._connected(deadline)
+
+    def _start_bridged(self, deadline: float) -> bool:
+        """Connects to the daemon when one answers (True); else, when autostart may start one for a
+        usable SQLite file, starts it in the background and serves the first calls from the file
+        (True); False when neither applies (the usual connect, which may start one and wait)."""
+        target = self._target
+        if target._url is not None or not target.autostart or daemon_command() is None:
+            return False
+        try:
+            connection = target.open_first(deadline)
+        except NoDaemon:
+            # A daemon that holds the file (starting, or its sockets removed) is waited for.
+            if not target.wait_for_holder(deadline):
+                self._bridge = Bridge.open(target.database, target.start_daemon)
+                return self._bridge is not None
+            connection = target.open_first(max(deadline, time.monotonic() + 1.0))
+        with self._state_lock:
+            self._connection = connection
+        return True
+
+    def _bridged(self, op: str, args: List[Any], deadline: float) -> Any:
+        """The call served from the file while the daemon starts; ``_NOT_BRIDGED`` once the handle
+        has moved to the daemon (here, between two calls: every call made before has returned)."""
+        with self._bridge_lock:
+            bridge = self._bridge
+            if bridge is None:
+                return _NOT_BRIDGED
+            if self._closed:
+                raise ClosedError("CLOSED", "this SessionDB is closed")
+            if not bridge.daemon_ready:
+                try:
+                    return bridge.run(op, args)
+                except Daemon:
+                    pass  # a call for the daemon: wait for it
+            self._bridge = None
+            bridge.close()
+            bridge.wait(deadline)  # the start's error, if it failed: the next call starts anew
+        return _NOT_BRIDGED
 
     @property
     def socket_path(self) -> str:
@@ -309,6 +356,10 @@ class SessionDB(Operations):
         if connection is not None:
             connection.abandon_after_fork()
         self._file.forget_after_fork()
+        self._bridge_lock = threading.Lock()
+        bridge, self._bridge = self._bridge, None
+        if bridge is not None:
+            bridge.abandon_after_fork()
 
     def _result(self, value: Any) -> Any:
         """A result the reference gives without a matching row: no round trip."""
@@ -331,6 +382,10 @@ class SessionDB(Operations):
 
     def _call(self, op: str, kind: str, args: List[Any]) -> Any:
         attempts = Attempts(self._target, op, kind)
+        if self._bridge is not None:
+            result = self._bridged(op, args, attempts.deadline)
+            if result is not _NOT_BRIDGED:
+                return result
         for _ in attempts:
             try:
                 return self._connected(attempts.deadline).request(op, kind, args, attempts.deadline)
@@ -360,6 +415,10 @@ class SessionDB(Operations):
         with self._state_lock:
             self._closed = True
             connection, self._connection = self._connection, None
+        with self._bridge_lock:
+            bridge, self._bridge = self._bridge, None
+        if bridge is not None:
+            bridge.close()
         if connection is not None:
             connection.wait_idle()
             connection.close()

@@ -2,7 +2,6 @@
 TypeScript side does (src/socket-path.ts), and whether a socket may be trusted."""
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from typing import List, Mapping, Optional
@@ -131,6 +130,8 @@ def default_socket_path(database_path: "os.PathLike[str] | str", env: Optional[M
 
 
 def _hash_name(text: str) -> str:
+    import hashlib  # only for a path too long for its socket beside it, or a URL
+
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 

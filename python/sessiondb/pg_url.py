@@ -8,7 +8,6 @@ import math
 import os
 import re
 from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
-from urllib.parse import quote, unquote, unquote_to_bytes
 
 from .home import user_name
 
@@ -143,6 +142,8 @@ def _decode(text: str, strict: bool = False) -> str:
     try:
         if _MALFORMED_ESCAPE.search(text):
             raise ValueError(text)
+        from urllib.parse import unquote_to_bytes  # only for a URL: a file's client never pays it
+
         return unquote_to_bytes(text).decode("utf-8")
     except (ValueError, UnicodeError):
         return "" if strict else text
@@ -150,6 +151,8 @@ def _decode(text: str, strict: bool = False) -> str:
 
 def _encode(text: str) -> str:
     """JavaScript's encodeURIComponent."""
+    from urllib.parse import quote
+
     return quote(text, safe=_URI_COMPONENT_SAFE)
 
 
@@ -157,11 +160,15 @@ def _search_fields(search: str) -> List[Tuple[str, str]]:
     """Each field as written, with its name as URLSearchParams reads it (``+`` is a space; a
     leading ``?`` is dropped, as its constructor drops one; empty fields are skipped)."""
     fields = search[1:].split("&") if search.startswith("?") else search.split("&")
+    from urllib.parse import unquote
+
     return [(field, unquote(field.partition("=")[0].replace("+", " "), errors="replace")) for field in fields if field]
 
 
 def _search_params(search: str) -> Dict[str, str]:
     """The first value of each name, as URLSearchParams.get gives it."""
+    from urllib.parse import unquote
+
     params: Dict[str, str] = {}
     for field, name in _search_fields(search):
         params.setdefault(name, unquote(field.partition("=")[2].replace("+", " "), errors="replace"))
