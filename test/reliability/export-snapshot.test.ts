@@ -9,9 +9,10 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { openSessionDB, type OpenOptions, type SessionDB } from "../../src/index.js";
+import { openSessionDB, SessionDBError, type OpenOptions, type SessionDB } from "../../src/index.js";
 import { toolCallsOf } from "../contract/export-contract.js";
-import { shortTempDir } from "../helpers/daemon.js";
+import { daemonStats, shortTempDir } from "../helpers/daemon.js";
+import { waitUntil } from "../helpers/wait-until.js";
 import { usePgServer } from "../helpers/postgres.js";
 import { rawAll, rawWrite } from "../helpers/raw-db.js";
 import { loadReport, serve, spawnLoad } from "./harness.js";
@@ -101,4 +102,38 @@ test("exports on PostgreSQL while another process appends: one REPEATABLE READ s
   // One appending process: a sequence hands out ids as statements run, not as they commit, so
   // only one writer's ids are in commit order.
   await exportWhileAppending(t, url, exporter, "direct", { targets: TARGETS.slice(0, 1) });
+});
+
+test("an export whose snapshot holds the WAL past the daemon's --wal-limit-mb is ended with TIMEOUT, and the WAL is checkpointed", async (t) => {
+  const dbPath = join(shortTempDir(t), "state.db");
+  const daemon = await serve(t, dbPath, { readers: 1, walLimitMb: 1 });
+  // 3,000 sessions of 2,500 bytes: far more than the socket's buffers and the client's held pages.
+  rawWrite(dbPath, (raw) => {
+    const session = raw.prepare("INSERT INTO sessions (id, source, started_at, message_count) VALUES (?, 'cli', ?, 1)");
+    const message = raw.prepare("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)");
+    for (let i = 0; i < 3000; i++) {
+      session.run(`big-${i}`, 1_700_000_000 + i);
+      message.run(`big-${i}`, "x".repeat(2500), 1_700_000_000 + i);
+    }
+  });
+  const exporter = await openSessionDB({ path: dbPath, mode: "daemon", socketPath: daemon.socketPath });
+  const writer = await openSessionDB({ path: dbPath, mode: "daemon", socketPath: daemon.socketPath });
+  t.after(() => Promise.all([exporter.close(), writer.close()]));
+  await writer.createSession("w", "cli");
+  const stream = exporter.exportAll()[Symbol.asyncIterator]();
+  assert.equal((await stream.next()).done, false, "the export has begun");
+  // 3 MiB of writes while the export holds its snapshot: the WAL passes the 1 MiB limit.
+  for (let i = 0; i < 30; i++) await writer.appendMessage("w", { role: "user", content: `${i} `.padEnd(100_000, "y") });
+  await waitUntil("the daemon ended the export and emptied the WAL", async () => (await daemonStats(writer)).walBytes < 1024 * 1024);
+  let ended: unknown = null;
+  try {
+    for (let next = await stream.next(); !next.done; next = await stream.next()) {
+      // What was already sent is read to the end; then the export's failure.
+    }
+  } catch (err) {
+    ended = err;
+  }
+  assert.ok(ended instanceof SessionDBError, `the export was ended: ${String(ended)}`);
+  assert.equal(ended.code, "TIMEOUT");
+  assert.match(ended.message, /held back checkpoints/);
 });
