@@ -37,3 +37,30 @@ def test_the_daemon_stops_producing_pages_while_the_consumer_stalls(db: SessionD
     assert rest == SESSIONS - 1
     assert in_all >= 20, f"the export took {in_all} pages"
     assert while_stalled < in_all / 2, f"{while_stalled} of {in_all} pages were produced while the consumer stalled"
+
+
+def test_an_export_is_one_snapshot_while_others_write(db: SessionDB):
+    """Issue 23 item 3: rows written after the export began (an append to a session on its last
+    page, a new old-dated session, a deletion) are not in it, and each session's counters match
+    its exported messages (over each engine)."""
+    fill(db)
+    stream = db.iter_export_all()
+    first = next(stream)
+    run_sql(db.db_path, "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
+            "VALUES ('s0', 'assistant', 'late', '[{\"id\": 1}]', 5000.0)")
+    run_sql(db.db_path, "UPDATE sessions SET message_count = message_count + 1, "
+            "tool_call_count = tool_call_count + 1 WHERE id = 's0'")
+    run_sql(db.db_path, "DELETE FROM messages WHERE session_id = 's1'")
+    run_sql(db.db_path, "DELETE FROM sessions WHERE id = 's1'")
+    run_sql(db.db_path, "INSERT INTO sessions (id, source, started_at, message_count) VALUES ('late', 'cli', 1.0, 0)")
+    exported = {first["id"]: first}
+    for item in stream:
+        exported[item["id"]] = item
+    assert len(exported) == SESSIONS
+    assert "late" not in exported
+    assert "s1" in exported
+    for session in exported.values():
+        assert len(session["messages"]) == session["message_count"], session["id"]
+    assert [m["content"] for m in exported["s0"]["messages"]] == ["x" * 4000]
+    assert exported["s0"]["tool_call_count"] == 0
+    assert db.export_session("s0")["message_count"] == 2
