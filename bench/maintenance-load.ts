@@ -87,10 +87,8 @@ async function run(clients: SessionDB[], maintenance: boolean, seconds: number, 
   });
   const upkeep = (async () => {
     while (maintenance && performance.now() < until) {
-      if (process.env.NO_BACKUP !== "1") {
-        await cli(db, ["backup", join(dir, "backup.db")]);
-        backups++;
-      }
+      await cli(db, ["backup", join(dir, "backup.db")]);
+      backups++;
       if (performance.now() >= until) break;
       await cli(db, ["check"]);
       checks++;
@@ -138,6 +136,5 @@ try {
     await daemon.stop();
   }
 } finally {
-  if (process.env.KEEP !== "1") rmSync(dir, { recursive: true, force: true });
-  else console.log(`kept ${dir}`);
+  rmSync(dir, { recursive: true, force: true });
 }

@@ -13,6 +13,7 @@ import type {
   DaemonControl,
   DaemonStats,
   FaultOp,
+  HealthResult,
   HelloResult,
   OptimizeResult,
 } from "../protocol/control.js";
@@ -187,6 +188,11 @@ export class DaemonClient extends Store implements DaemonControl {
   /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
   async shutdown(): Promise<void> {
     await this.#control("shutdown");
+  }
+
+  /** Whether it serves, and the figures of `/metrics`. */
+  health(): Promise<HealthResult> {
+    return this.#control("health");
   }
 
   /** Copies the file into `dest`, an empty file the caller made, online. */

@@ -2,7 +2,7 @@ import { lstatSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
-import { WRITER_CRASH_POINTS, type ControlOp, type ControlResult, type DaemonStats, type HelloResult, type WriterCrashPoint } from "../protocol/control.js";
+import { WRITER_CRASH_POINTS, type ControlOp, type ControlResult, type DaemonStats, type HealthResult, type HelloResult, type WriterCrashPoint } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";
 import type { DaemonEngine, DaemonMaintenance, DaemonReaders, DaemonWriter } from "./daemon-engine.js";
@@ -15,6 +15,7 @@ export interface ControlContext {
   readonly writer: DaemonWriter;
   readonly readers: DaemonReaders;
   stats(): DaemonStats;
+  health(): HealthResult;
   /** Clients connected now, the one asking included. */
   clients(): number;
   close(): Promise<void>;
@@ -37,6 +38,7 @@ export function controlHandlers(ctx: ControlContext): ControlHandlers {
     hello: (args) => hello(args[0], ctx.database, ctx.engine),
     ping: () => "pong",
     stats: () => ctx.stats(),
+    health: () => ctx.health(),
     shutdown: () => {
       setImmediate(() => void ctx.close());
       return null;

@@ -10,6 +10,7 @@ import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/con
 import type { Engine } from "../session-db.js";
 import type { SessionDBError } from "../errors.js";
 import type { ReadRequester } from "./reader-pool.js";
+import type { CommitHistograms } from "./commit-histograms.js";
 import type { BackupResult, CheckResult, OptimizeResult } from "../protocol/control.js";
 
 export interface DaemonWriter {
@@ -18,6 +19,8 @@ export interface DaemonWriter {
   /** Runs the write in the next group commit; resolves once it is committed. */
   write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown>;
   stats(): WriterStats;
+  /** Group commits' sizes and COMMIT times since the start, and when the last one was. */
+  histograms(): ReturnType<CommitHistograms["snapshot"]>;
   /** Fault injection: the writer dies (or fails its next batch as if it had) at `at`. */
   crash(at: WriterCrashPoint): void;
   /** Fault injection: caps the database's size (a full disk); null lifts the cap. */

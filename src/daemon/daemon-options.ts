@@ -3,6 +3,7 @@ import { isPostgresUrl } from "../pg/pg-url.js";
 import { checkRegularFile } from "../regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
+import { parseMetricsAddress, type MetricsAddress } from "./metrics-server.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 
@@ -66,13 +67,17 @@ export interface DaemonOptions {
    * daemons that clients start on demand must not outlive their use). Default: never.
    */
   idleExitMs?: number;
+  /** `HOST:PORT` (loopback only) where `/metrics` and `/health` are served over HTTP. Default: none. */
+  metrics?: string;
   /** Where one-line log events go. Default: stderr with a timestamp. */
   log?: (line: string) => void;
   /** Test hook: enables the `faultCrashWriter`, `faultCrashReader` and `faultMaxPageCount` control ops. */
   faultInjection?: boolean;
 }
 
-export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "idleExitMs">> {
+export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "idleExitMs" | "metrics">> {
+  /** Null: no metrics endpoint. */
+  metrics: MetricsAddress | null;
   log: (line: string) => void;
   /** Null: the daemon never stops for want of clients. */
   idleExitMs: number | null;
@@ -119,6 +124,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
     idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),
+    metrics: options.metrics === undefined ? null : parseMetricsAddress(options.metrics),
     log: options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} sessiondb: ${line}\n`)),
     faultInjection: options.faultInjection ?? false,
   };

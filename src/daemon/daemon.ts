@@ -3,7 +3,11 @@ import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { writeRefusal } from "../engine/file-ownership.js";
 import { makePrivateDir } from "../engine/private-files.js";
-import type { DaemonStats } from "../protocol/control.js";
+import type { DaemonStats, HealthResult } from "../protocol/control.js";
+import { SCHEMA_VERSION } from "../engine/schema.js";
+import { invalidArgument, toSessionDBError } from "../errors.js";
+import { RequestCounts } from "./request-counts.js";
+import { MetricsServer } from "./metrics-server.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
@@ -48,6 +52,7 @@ export class Daemon {
   /** The socket of SPEC §5, then (a file) the identity socket, where clients opening another name look. */
   #listening: DaemonSocket[] = [];
   #fileWatch: FileWatch | null = null;
+  #metrics: MetricsServer | null = null;
   /** Makes the sockets and lock files again when someone removes them (or their folder). */
   #repairTimer: NodeJS.Timeout | null = null;
   #repairing = false;
@@ -65,6 +70,7 @@ export class Daemon {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
   readonly #dispatch: RequestDispatch;
+  readonly #requests = new RequestCounts();
   /** Set when the path stopped naming the file served, or its WAL was removed or truncated: the daemon stops. */
   #fileLost: "replaced" | "removed" | "wal" | null = null;
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
@@ -92,6 +98,7 @@ export class Daemon {
       writer,
       readers,
       stats: () => this.stats(),
+      health: () => this.health(),
       clients: () => this.#connections.size,
       close: () => this.close(),
     });
@@ -163,6 +170,13 @@ export class Daemon {
         throw err;
       }
       resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
+      if (resolved.metrics !== null) {
+        daemon.#metrics = await MetricsServer.listen(resolved.metrics, () => daemon.health()).catch(async (err: unknown) => {
+          await daemon.close();
+          throw invalidArgument(`--metrics ${resolved.metrics!.host}:${resolved.metrics!.port}: ${(err as Error).message}`);
+        });
+        resolved.log(`metrics on ${daemon.#metrics.url}/metrics and ${daemon.#metrics.url}/health`);
+      }
       if (engine.readOnly) {
         resolved.log(`serving read-only: the database has schema version ${engine.fileSchemaVersion}, newer than this sessiondb's; writes fail with SCHEMA`);
       }
@@ -216,6 +230,34 @@ export class Daemon {
     };
   }
 
+  /** What `health` answers: the figures of `/metrics`. */
+  health(): HealthResult {
+    const s = this.stats();
+    const { batchSize, commitSeconds, lastCommitAt } = this.#writer.histograms();
+    return {
+      status: s.readOnly ? "read-only" : "ok",
+      pid: s.pid,
+      version: s.version,
+      engine: s.engine,
+      database: s.database,
+      uptimeS: s.uptimeS,
+      schemaVersion: SCHEMA_VERSION,
+      fileSchemaVersion: s.fileSchemaVersion,
+      readOnly: s.readOnly,
+      clients: s.clients,
+      queueDepth: s.queueDepth,
+      readers: { threads: s.readers.threads, busy: s.readers.inFlight, queued: s.readers.queued },
+      walBytes: s.walBytes,
+      checkpoints: { passive: s.writer.checkpoints.passive, truncate: s.writer.checkpoints.truncate },
+      lastCommitAgeS: lastCommitAt === null ? null : (Date.now() - lastCommitAt) / 1000,
+      writer: { batches: s.writer.batches, writes: s.writer.writes, restarts: s.writer.restarts },
+      batchSize,
+      commitSeconds,
+      requests: this.#requests.snapshot(),
+      memory: s.memory,
+    };
+  }
+
   /** Stops accepting, answers every queued request, checkpoints, and releases the file. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
@@ -230,6 +272,7 @@ export class Daemon {
     this.#idleExit?.stop();
     this.#fileWatch?.stop();
     this.#directory.close();
+    await this.#metrics?.close();
     // A replaced (or removed) file is released before clients go: until the writer and readers
     // close, the old file's WAL is live under the database's name, and a client opening the new
     // file directly would join it. Meanwhile requests get UNAVAILABLE; failing-over clients wait
@@ -382,7 +425,17 @@ export class Daemon {
         idleTimeoutMs: this.options.idleConnectionTimeoutMs,
       },
       this.#memory,
-      (request, conn, receivedAt) => this.#dispatch.handle(request, conn, receivedAt),
+      (request, conn, receivedAt) =>
+        this.#dispatch.handle(request, conn, receivedAt).then(
+          (result) => {
+            this.#requests.record(request.op, "OK");
+            return result;
+          },
+          (err: unknown) => {
+            this.#requests.record(request.op, toSessionDBError(err).code);
+            throw err;
+          },
+        ),
       this.options.log,
     );
     this.#connections.add(connection);

@@ -12,6 +12,8 @@ import type {
   WriterConfig,
 } from "./writer-messages.js";
 
+import { CommitHistograms } from "./commit-histograms.js";
+
 const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
 
 interface Pending {
@@ -71,6 +73,7 @@ export class WriterClient {
   #writes = 0;
   #maxBatch = 0;
   #commitMs = new Window();
+  readonly #histograms = new CommitHistograms();
   #lockMs = new Window();
   #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
   #restarts = 0;
@@ -156,6 +159,10 @@ export class WriterClient {
   /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
   maxPageCount(pages: number | null): void {
     this.#send({ type: "maxPageCount", pages });
+  }
+
+  histograms(): ReturnType<CommitHistograms["snapshot"]> {
+    return this.#histograms.snapshot();
   }
 
   stats(): WriterStats {
@@ -287,6 +294,7 @@ export class WriterClient {
         this.#writes += message.outcomes.length;
         this.#maxBatch = Math.max(this.#maxBatch, message.outcomes.length);
         this.#commitMs.add(message.commitMs);
+        this.#histograms.record(message.outcomes.length, message.commitMs);
         this.#lockMs.add(message.lockMs);
         this.#settle(message.outcomes);
         break;

@@ -5,6 +5,7 @@ import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { DaemonWriter } from "../daemon/daemon-engine.js";
 import { commitFigures, Window } from "../daemon/writer-client.js";
+import { CommitHistograms } from "../daemon/commit-histograms.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
 import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation } from "./pg-operations.js";
@@ -58,6 +59,7 @@ export class PgWriter implements DaemonWriter {
   #maxBatch = 0;
   #restarts = 0;
   readonly #commitMs = new Window();
+  readonly #histograms = new CommitHistograms();
   readonly #transactionMs = new Window();
 
   constructor(pool: PgPool, options: PgWriterOptions) {
@@ -85,6 +87,10 @@ export class PgWriter implements DaemonWriter {
 
   maxPageCount(): void {
     throw new SessionDBError("INVALID_ARGUMENT", "faultMaxPageCount caps a SQLite file; this daemon serves PostgreSQL");
+  }
+
+  histograms(): ReturnType<CommitHistograms["snapshot"]> {
+    return this.#histograms.snapshot();
   }
 
   stats(): WriterStats {
@@ -198,6 +204,7 @@ export class PgWriter implements DaemonWriter {
       await client.query("COMMIT");
       const done = performance.now();
       this.#commitMs.add(done - commitStarted);
+      this.#histograms.record(jobs.length, done - commitStarted);
       this.#transactionMs.add(done - began);
       return outcomes;
     } catch (err) {

@@ -103,6 +103,45 @@ export interface DaemonStats {
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
 }
 
+/** A cumulative histogram: `[upper bound, observations ≤ it]` per bucket, then all of them. */
+export interface Histogram {
+  buckets: Array<[le: number, count: number]>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * The answer to `health` (and `/health` of `serve --metrics`, and what `/metrics` and `stats
+ * --prometheus` print): whether the daemon serves, and the figures an operator watches.
+ */
+export interface HealthResult {
+  /** "ok": serving; "read-only": serving a newer schema's file, whose writes fail with SCHEMA. */
+  status: "ok" | "read-only";
+  pid: number;
+  version: string;
+  engine: Engine;
+  database: string;
+  uptimeS: number;
+  /** This sessiondb's schema version, and the database's own. */
+  schemaVersion: number;
+  fileSchemaVersion: number;
+  readOnly: boolean;
+  clients: number;
+  queueDepth: number;
+  readers: { threads: number; busy: number; queued: number };
+  walBytes: number;
+  checkpoints: { passive: number; truncate: number };
+  /** Seconds since the last group commit; null before the first. */
+  lastCommitAgeS: number | null;
+  writer: { batches: number; writes: number; restarts: number };
+  /** Requests per group commit, and COMMIT time in seconds, since the daemon started. */
+  batchSize: Histogram;
+  commitSeconds: Histogram;
+  /** Requests answered since the daemon started, by op and outcome ("OK" or the error code). */
+  requests: Array<{ op: string; code: string; count: number }>;
+  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+}
+
 /** A handle's way to the daemon that serves it (`SessionDB.daemon`). */
 export interface DaemonControl {
   /** What the daemon said of itself when the handle connected. */
@@ -115,6 +154,8 @@ export interface DaemonControl {
   stats(): Promise<DaemonStats>;
   /** Asks the daemon to stop as on SIGTERM: it answers, finishes what is queued and exits. */
   shutdown(): Promise<void>;
+  /** Whether it serves, and the figures of `/metrics`. */
+  health(): Promise<HealthResult>;
   /** Copies the file into `dest`, an empty file the caller made, online (see `BackupResult`). */
   backup(dest: string): Promise<BackupResult>;
   /** The integrity checks, on a reader's snapshot. */
@@ -130,6 +171,7 @@ export interface ControlOps {
   hello: { args: [opts?: { protocol?: number }]; result: HelloResult };
   ping: { args: []; result: "pong" };
   stats: { args: []; result: DaemonStats };
+  health: { args: []; result: HealthResult };
   /** Answered, then the daemon stops as on SIGTERM. */
   shutdown: { args: []; result: null };
   /** `dest`: an absolute path to an empty file, which the daemon's writer fills between batches. */
@@ -158,7 +200,7 @@ export type ControlResult<K extends ControlOp> = ControlOps[K]["result"];
 export type FaultOp = Extract<ControlOp, `fault${string}`>;
 
 export const CONTROL_OPS = [
-  "hello", "ping", "stats", "shutdown", "backup", "check", "optimize", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
+  "hello", "ping", "stats", "health", "shutdown", "backup", "check", "optimize", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
 ] as const satisfies readonly ControlOp[];
 
 export function isControlOp(op: unknown): op is ControlOp {

@@ -14,6 +14,7 @@ interface ServeFlags {
   clientIdleTimeout: number;
   idleExit?: number;
   readerIdle: number;
+  metrics?: string;
 }
 
 export function registerServe(program: Command): void {
@@ -28,6 +29,7 @@ export function registerServe(program: Command): void {
     .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
     .option("--idle-exit <seconds>", "stop cleanly (checkpointed) after this long with no client connected (default: never; autostarted daemons get 30)", positiveSeconds)
     .option("--reader-idle <seconds>", "end a reader thread after this long without a read (the next read starts one)", positiveSeconds, 5)
+    .option("--metrics <host:port>", "serve /metrics (Prometheus text) and /health (JSON) over HTTP on this loopback address, e.g. 127.0.0.1:9464 (default: off)")
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
       const { db } = globals;
@@ -48,6 +50,7 @@ export function registerServe(program: Command): void {
         idleConnectionTimeoutMs: opts.clientIdleTimeout * 1000,
         ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         readerIdleMs: opts.readerIdle * 1000,
+        ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import type { Command } from "commander";
 import { databaseIdentity } from "../../socket-path.js";
 import type { DaemonStats } from "../../protocol/control.js";
+import { prometheusText } from "../../protocol/prometheus-text.js";
 import type { SourceCount } from "../../session-db.js";
 import { duration, oneLine, plural, size } from "../format.js";
 import { withStore } from "../open-store.js";
@@ -31,8 +32,14 @@ export function registerStats(program: Command): void {
   program
     .command("stats")
     .description("sessions, messages, file and WAL sizes, sources, and the daemon's figures when one serves")
-    .action(async (_opts: unknown, command: Command) => {
+    .option("--prometheus", "print the Prometheus text format instead (for node_exporter's textfile collector): the daemon's health figures and the file's")
+    .action(async (opts: { prometheus?: boolean }, command: Command) => {
       await withStore(command, { mustExist: true }, async ({ db, daemon, path }, out) => {
+        if (opts.prometheus === true) {
+          const file = { fileBytes: fileSize(path), walBytes: fileSize(db.files.wal), sessions: await db.sessionCount(), messages: await db.messageCount() };
+          process.stdout.write(prometheusText(daemon === null ? null : await daemon.health(), file));
+          return;
+        }
         const report: StatsReport = {
           database: databaseIdentity(path),
           fileBytes: fileSize(path),
