@@ -8,8 +8,8 @@
  * /proc/<pid>/task/<tid>/status: on an idle process each one is a wake-up.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openSessionDB, type SessionDB } from "../src/index.js";
 import { processCpuMs } from "./cpu-usage.js";
@@ -144,7 +144,12 @@ class IdleDaemon {
   constructor(cli: string, db: string, socket: string, extra: string[]) {
     this.db = db;
     this.socket = socket;
-    this.#child = spawn(process.execPath, [cli, "--db", db, "serve", "--socket", socket, ...extra], { stdio: ["ignore", "ignore", "pipe"] });
+    // A runtime folder of its own: the shared one wakes every daemon watching it whenever another
+    // daemon on the machine starts or stops (its identity socket and lock), which is not this one's cost.
+    const runtime = join(dirname(socket), `${basename(socket)}.run`);
+    mkdirSync(runtime, { recursive: true, mode: 0o700 });
+    const env = { ...process.env, XDG_RUNTIME_DIR: runtime };
+    this.#child = spawn(process.execPath, [cli, "--db", db, "serve", "--socket", socket, ...extra], { stdio: ["ignore", "ignore", "pipe"], env });
     killOnInterrupt(this.#child);
     this.#child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (this.#log += chunk));
     this.#exited = new Promise((resolve) => this.#child.once("close", () => resolve()));
