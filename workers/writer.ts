@@ -120,6 +120,11 @@ function maintenanceBusy(): boolean {
 
 function startMaintenance(conn: Connection): void {
   const next = maintenanceQueue.shift()!;
+  // Nothing more is written (or copied) once the WAL is not ours.
+  if (walLost !== null || !walStillOurs(conn, false)) {
+    maintained(next.id, { ok: false, error: walLostError(walLost!) });
+    return;
+  }
   switch (next.task.kind) {
     case "backup":
       startBackup(conn, next.id, next.task.dest);
@@ -189,6 +194,7 @@ function mergeStep(conn: Connection): void {
   let more: boolean;
   try {
     more = ftsMergeStep(conn, table as (typeof MERGED_INDEXES)[number], m.pace.pages);
+    if (!walStillOurs(conn)) throw walLostError(walLost!);
     tx.commit.run();
   } catch (err) {
     if (conn.inTransaction) tx.rollback.run();
@@ -569,6 +575,8 @@ function step(): void {
     for (const job of maintenanceQueue.splice(0)) maintained(job.id, { ok: false, error: stopped() });
     if (merging !== null) maintained(merging.id, { ok: false, error: stopped() });
     merging = null;
+    // A WAL truncated while the writer was idle is not checkpointed at the stop either.
+    if (newerVersion === null) walStillOurs(conn, false);
     checkpoint(conn, "TRUNCATE", false);
     walFiles?.close();
     conn.close();

@@ -105,8 +105,8 @@ export class Daemon {
     this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);
     this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
     void engine.filesLost?.then((why) => {
-      if (this.#closing !== null) return;
-      this.#fileLost = "wal";
+      // Found while stopping too (the writer checks before its last checkpoint): still a failure.
+      this.#fileLost ??= "wal";
       options.log(`${why}; stopping (exit 1, so a service restarts the daemon on whole files)`);
       void this.close();
     });

@@ -121,3 +121,42 @@ for (const kill of [false, true]) {
     assertWholeWith(dbPath, acknowledged);
   });
 }
+
+test("the -wal truncated while the daemon is idle, then SIGTERM: nothing is checkpointed from it, exit 1, the file is whole", async (t) => {
+  const { dbPath, daemon, acknowledged } = await setUp(t);
+  await waitUntil("the idle checkpoint copied the WAL into the database", () => {
+    const { frames, backfilled } = walIndex(dbPath);
+    return frames > 0 && backfilled === frames;
+  });
+  truncateSync(`${dbPath}-wal`, 0);
+  const exited = await daemon.stop();
+  assert.notEqual(exited.code, 0, "the stop found the WAL truncated: a failure, so a service restarts the daemon");
+  assert.match(exited.stderr, /state\.db-wal was truncated under the daemon/);
+  assertWholeWith(dbPath, acknowledged);
+});
+
+test("the -wal cut in half under writes: the daemon exits 1 and what is left replays to a whole file", async (t) => {
+  const { dbPath, daemon, db } = await setUp(t);
+  // Writes back to back, so the WAL holds frames no checkpoint has copied yet when it is cut.
+  let refused: string | null = null;
+  let cut = false;
+  for (let i = 0; i < 2000 && refused === null; i++) {
+    const pending = db.appendMessage("s", { role: "user", content: `load ${i} `.padEnd(3000, "z") });
+    if (i === 200) {
+      // Half of what its frames span (the file itself may be longer: a WAL restarted keeps its length).
+      const { frames } = walIndex(dbPath);
+      truncateSync(`${dbPath}-wal`, Math.floor((32 + frames * (4096 + 24)) / 2));
+      cut = true;
+    }
+    await pending.catch((err: unknown) => (refused = err instanceof SessionDBError ? err.code : String(err)));
+  }
+  assert.ok(cut);
+  assert.equal(refused, "UNAVAILABLE");
+  const exited = await exitOf(daemon);
+  assert.notEqual(exited.code, 0);
+  assert.match(exited.stderr, /state\.db-wal was truncated under the daemon/);
+  const file = checkFile(dbPath);
+  assert.equal(file.integrity, "ok");
+  assert.equal(file.ftsIntegrity, "ok");
+  assert.deepEqual(file.counterMismatches, []);
+});
