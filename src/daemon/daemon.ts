@@ -381,6 +381,9 @@ export class Daemon {
           lock.release(); // the removed file's: nothing left to remove
         });
       }
+    } catch (err) {
+      // Never a reason to stop serving (an unhandled rejection would end the daemon).
+      this.options.log(`checking the sockets and lock files failed: ${(err as Error).message}`);
     } finally {
       this.#repairing = false;
       // A folder made again is watched again.
@@ -402,8 +405,13 @@ export class Daemon {
   /** Stale lock files of daemons that are gone (stale-locks.ts), removed once at start. */
   #sweepStaleLocks(): void {
     if (this.#closing !== null) return;
-    const removed = sweepStaleIdentityLocks(runtimeDirPath());
-    if (removed > 0) this.options.log(`removed ${removed} stale lock file(s) of daemons that are gone from ${runtimeDirPath()}`);
+    try {
+      const removed = sweepStaleIdentityLocks(runtimeDirPath());
+      if (removed > 0) this.options.log(`removed ${removed} stale lock file(s) of daemons that are gone from ${runtimeDirPath()}`);
+    } catch (err) {
+      // Housekeeping only: never a reason to stop serving.
+      this.options.log(`could not sweep stale lock files in ${runtimeDirPath()}: ${(err as Error).message}`);
+    }
   }
 
   #accept(socket: Socket): void {

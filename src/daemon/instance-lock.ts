@@ -65,8 +65,12 @@ export class InstanceLock {
 
   /** Whether the path still names the lock file this lock holds (nobody removed or replaced it). */
   get present(): boolean {
-    const now = lstatSync(this.path, { throwIfNoEntry: false });
-    return now !== undefined && now.dev === this.#file.dev && now.ino === this.#file.ino;
+    try {
+      const now = lstatSync(this.path, { throwIfNoEntry: false });
+      return now !== undefined && now.dev === this.#file.dev && now.ino === this.#file.ino;
+    } catch {
+      return false; // its folder is no folder now
+    }
   }
 
   /** Removes the lock file (while it is still this one) and lets go of it. Idempotent. */
