@@ -33,6 +33,7 @@ export class InstanceLock {
     for (;;) {
       prepareLockFile(path);
       const before = lstatSync(path, { throwIfNoEntry: false });
+      if (before === undefined) continue; // removed at once: made again (private) first
       let db: Connection;
       try {
         db = openLockFile(path);
@@ -48,6 +49,9 @@ export class InstanceLock {
         db.exec("COMMIT"); // in EXCLUSIVE locking mode the lock outlives the transaction
       } catch (err) {
         db.close();
+        // Removed while this took it (a client removing what looked like a stale lock file, just
+        // before this locked it): SQLite fails writing a file that is gone; take the one there now.
+        if (!sameStats(before, lstatSync(path, { throwIfNoEntry: false }))) continue;
         if (isBusyError(err)) {
           throw new SessionDBError("UNAVAILABLE", `another sessiondb daemon holds ${path}`, { cause: err });
         }
@@ -56,9 +60,7 @@ export class InstanceLock {
       // Lock files are removed by whoever lets go of them (or finds them stale): a lock won on
       // a file removed meanwhile is no lock. Take the one at the path now.
       const after = lstatSync(path, { throwIfNoEntry: false });
-      if (before !== undefined && after !== undefined && before.dev === after.dev && before.ino === after.ino) {
-        return new InstanceLock(path, db, after);
-      }
+      if (sameStats(before, after)) return new InstanceLock(path, db, after!);
       db.close();
     }
   }
@@ -86,6 +88,10 @@ export class InstanceLock {
     }
     this.#db.close();
   }
+}
+
+function sameStats(a: Stats | undefined, b: Stats | undefined): boolean {
+  return a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
 }
 
 /**
