@@ -21,23 +21,36 @@ export interface ServiceSpec {
   /** The command the service runs. */
   command: string[];
   database: string;
+  /**
+   * The systemd `.socket` unit beside the service (socket activation: systemd makes the socket,
+   * with its owner and mode, and starts the daemon on the first connection); null without one.
+   */
+  socketUnit: { name: string; file: string; listen: string } | null;
 }
 
 /** The service for one database file: its name follows from the file's real path, so each file gets its own. */
-export function serviceSpec(kind: ServiceKind, database: string, cli: string, env: NodeJS.ProcessEnv = process.env): ServiceSpec {
+export function serviceSpec(
+  kind: ServiceKind,
+  database: string,
+  cli: string,
+  env: NodeJS.ProcessEnv = process.env,
+  socket: string | null = null,
+): ServiceSpec {
   const hash = createHash("sha256").update(database).digest("hex").slice(0, 12);
   const command = [process.execPath, cli, "--db", database, "serve"];
   const home = env.HOME || homedir();
   if (kind === "systemd") {
     const name = `sessiondb-${hash}.service`;
     const config = env.XDG_CONFIG_HOME || join(home, ".config");
+    const units = join(config, "systemd", "user");
+    const socketUnit = socket === null ? null : { name: `sessiondb-${hash}.socket`, file: join(units, `sessiondb-${hash}.socket`), listen: socket };
     return {
-      kind, name, file: join(config, "systemd", "user", name), logs: `journalctl --user -u ${name}`, logFile: null, command, database,
+      kind, name, file: join(units, name), logs: `journalctl --user -u ${name}`, logFile: null, command, database, socketUnit,
     };
   }
   const name = `sessiondb.${hash}`;
   const logFile = join(home, "Library", "Logs", "sessiondb", `${name}.log`);
-  return { kind, name, file: join(home, "Library", "LaunchAgents", `${name}.plist`), logs: logFile, logFile, command, database };
+  return { kind, name, file: join(home, "Library", "LaunchAgents", `${name}.plist`), logs: logFile, logFile, command, database, socketUnit: null };
 }
 
 /** One word of an `ExecStart=` line, quoted as systemd reads it; `%` is systemd's specifier sign. */
@@ -48,6 +61,29 @@ function systemdWord(word: string): string {
 
 function xml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+/**
+ * The `.socket` unit: systemd listens at the daemon's socket path (made 0600 in a 0700 folder, as
+ * the user's), and hands the socket to the service on the first connection (`Accept=no`: one
+ * daemon serves every client). Checked by the clients as any daemon's socket.
+ */
+export function socketFile(spec: ServiceSpec): string {
+  const unit = spec.socketUnit!;
+  return [
+    "[Unit]",
+    `Description=sessiondb socket for ${spec.database.replace(/%/g, "%%")}`,
+    "",
+    "[Socket]",
+    `ListenStream=${unit.listen.replace(/%/g, "%%")}`,
+    "SocketMode=0600",
+    "DirectoryMode=0700",
+    `Service=${spec.name}`,
+    "",
+    "[Install]",
+    "WantedBy=sockets.target",
+    "",
+  ].join("\n");
 }
 
 /** The unit file or plist for `spec`. */
@@ -66,8 +102,9 @@ export function serviceFile(spec: ServiceSpec): string {
       "Restart=on-failure",
       "RestartSec=2",
       "",
+      // Socket-activated, it is started by its socket (enabling it enables that); otherwise at login.
       "[Install]",
-      "WantedBy=default.target",
+      spec.socketUnit === null ? "WantedBy=default.target" : `Also=${spec.socketUnit.name}`,
       "",
     ].join("\n");
   }

@@ -35,14 +35,17 @@ export class CommitHistograms {
   readonly #batchSize = new Buckets(BATCH_SIZE_BOUNDS);
   readonly #commitSeconds = new Buckets(COMMIT_SECONDS_BOUNDS);
   #lastCommitAt: number | null = null;
+  /** Requests in the last group commit: the one a write answered just now was in. */
+  lastBatchSize = 0;
 
   record(batchSize: number, commitMs: number): void {
+    this.lastBatchSize = batchSize;
     this.#batchSize.add(batchSize);
     this.#commitSeconds.add(commitMs / 1000);
     this.#lastCommitAt = Date.now();
   }
 
-  snapshot(): { batchSize: Histogram; commitSeconds: Histogram; lastCommitAt: number | null } {
-    return { batchSize: this.#batchSize.snapshot(), commitSeconds: this.#commitSeconds.snapshot(), lastCommitAt: this.#lastCommitAt };
+  snapshot(): { batchSize: Histogram; commitSeconds: Histogram; lastCommitAt: number | null; lastBatchSize: number } {
+    return { batchSize: this.#batchSize.snapshot(), commitSeconds: this.#commitSeconds.snapshot(), lastCommitAt: this.#lastCommitAt, lastBatchSize: this.lastBatchSize };
   }
 }

@@ -3,6 +3,7 @@ import { isPostgresUrl } from "../pg/pg-url.js";
 import { checkRegularFile } from "../regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
+import { daemonLog, type DaemonLog } from "./daemon-log.js";
 import { parseMetricsAddress, type MetricsAddress } from "./metrics-server.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
@@ -67,18 +68,28 @@ export interface DaemonOptions {
    * daemons that clients start on demand must not outlive their use). Default: never.
    */
   idleExitMs?: number;
+  /**
+   * A listening Unix socket the daemon was given (systemd socket activation, `LISTEN_FDS`): it
+   * serves on it instead of making its socket file. Default: none.
+   */
+  listenFd?: number;
   /** `HOST:PORT` (loopback only) where `/metrics` and `/health` are served over HTTP. Default: none. */
   metrics?: string;
-  /** Where one-line log events go. Default: stderr with a timestamp. */
-  log?: (line: string) => void;
+  /** Where one-line log events go (with a slow request's fields). Default: stderr with a timestamp. */
+  log?: DaemonLog;
+  /** A request that takes longer than this, in ms, is logged as slow (its op, duration, batch). Default 1000. */
+  slowRequestMs?: number;
   /** Test hook: enables the `faultCrashWriter`, `faultCrashReader` and `faultMaxPageCount` control ops. */
   faultInjection?: boolean;
 }
 
-export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "idleExitMs" | "metrics">> {
+export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "slowRequestMs" | "idleExitMs" | "metrics" | "listenFd">> {
+  /** Null: the daemon makes its own socket. */
+  listenFd: number | null;
   /** Null: no metrics endpoint. */
   metrics: MetricsAddress | null;
-  log: (line: string) => void;
+  log: DaemonLog;
+  slowRequestMs: number;
   /** Null: the daemon never stops for want of clients. */
   idleExitMs: number | null;
   /** The database's files, from its real path, resolved once. */
@@ -125,7 +136,9 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
     idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),
     metrics: options.metrics === undefined ? null : parseMetricsAddress(options.metrics),
-    log: options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} sessiondb: ${line}\n`)),
+    listenFd: options.listenFd === undefined ? null : Math.floor(positive(options.listenFd, "listenFd", 3)),
+    log: options.log ?? daemonLog("text"),
+    slowRequestMs: positive(options.slowRequestMs, "slowRequestMs", 1000),
     faultInjection: options.faultInjection ?? false,
   };
 }

@@ -23,12 +23,32 @@ const LISTEN_BACKLOG = 4096;
 export class DaemonSocket {
   readonly path: string;
   readonly #server: Server;
-  readonly #made: Stats;
+  /** The socket file this made; null for a socket passed by systemd, whose file is the unit's. */
+  readonly #made: Stats | null;
 
-  private constructor(path: string, server: Server, made: Stats) {
+  private constructor(path: string, server: Server, made: Stats | null) {
     this.path = path;
     this.#server = server;
     this.#made = made;
+  }
+
+  /**
+   * Listens on a socket systemd passed (socket activation: the listening socket at `fd`, its file
+   * made at `path` by the unit, with the unit's owner and mode). The file is the unit's: never
+   * replaced, never removed, so the next connection after the daemon exits starts it again.
+   */
+  static async adopt(fd: number, path: string, onConnection: (socket: Socket) => void): Promise<DaemonSocket> {
+    const server = createServer({ allowHalfOpen: true }, onConnection);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ fd, backlog: LISTEN_BACKLOG }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    }).catch((err: NodeJS.ErrnoException) => {
+      throw new SessionDBError("IO", `cannot listen on the socket systemd passed (fd ${fd}, LISTEN_FDS): ${err.message}`);
+    });
+    return new DaemonSocket(path, server, null);
   }
 
   static async listen(path: string, onConnection: (socket: Socket) => void): Promise<DaemonSocket> {
@@ -67,9 +87,11 @@ export class DaemonSocket {
 
   /** Whether the path still names the socket this made (nobody removed it, or its folder). */
   get present(): boolean {
+    if (this.#made === null) return true;
+    const made = this.#made;
     try {
       const now = lstatSync(this.path, { throwIfNoEntry: false });
-      return now !== undefined && now.dev === this.#made.dev && now.ino === this.#made.ino;
+      return now !== undefined && now.dev === made.dev && now.ino === made.ino;
     } catch {
       return false;
     }
@@ -78,9 +100,11 @@ export class DaemonSocket {
   /** Stops accepting and removes the socket file if it is still ours; resolves once every connection has ended. */
   close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    if (this.#made === null) return closed;
+    const made = this.#made;
     try {
       const now = lstatSync(this.path, { throwIfNoEntry: false });
-      if (now !== undefined && now.dev === this.#made.dev && now.ino === this.#made.ino) unlinkSync(this.path);
+      if (now !== undefined && now.dev === made.dev && now.ino === made.ino) unlinkSync(this.path);
     } catch {
       // its directory went away meanwhile: nothing of ours is left to remove
     }

@@ -7,6 +7,7 @@ import type { DaemonStats, HealthResult } from "../protocol/control.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
 import { invalidArgument, toSessionDBError } from "../errors.js";
 import { RequestCounts } from "./request-counts.js";
+import { isWriteOp } from "../operation-catalogue.js";
 import { MetricsServer } from "./metrics-server.js";
 import { VERSION } from "../version.js";
 import { ClientConnection } from "./client-connection.js";
@@ -169,7 +170,8 @@ export class Daemon {
         for (const socket of daemon.#listening) await socket.close();
         throw err;
       }
-      resolved.log(`listening on ${resolved.socketPath} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
+      const passed = resolved.listenFd === null ? "" : ` (the socket systemd passed, fd ${resolved.listenFd})`;
+      resolved.log(`listening on ${resolved.socketPath}${passed} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
       if (resolved.metrics !== null) {
         daemon.#metrics = await MetricsServer.listen(resolved.metrics, () => daemon.health()).catch(async (err: unknown) => {
           await daemon.close();
@@ -228,6 +230,18 @@ export class Daemon {
       readers: withSnapshots(this.#readers.stats(), this.#engine.snapshots.stats()),
       memory: memory(),
     };
+  }
+
+  /** Counts an answered request, and logs it when it was slow (a write, with its group commit's size). */
+  #answered(op: string, code: string, receivedAt: number): void {
+    this.#requests.record(op, code);
+    const durationMs = Date.now() - receivedAt;
+    if (durationMs <= this.options.slowRequestMs) return;
+    // Settled as its batch's outcomes arrived, before any other batch: the last one is its own.
+    const batch = isWriteOp(op) && code === "OK" ? this.#writer.histograms().lastBatchSize : null;
+    this.options.log(`slow request: ${op} took ${durationMs} ms (${code})${batch === null ? "" : `, in a group commit of ${batch}`}`, {
+      level: "warn", op, code, durationMs, ...(batch === null ? {} : { batch }),
+    });
   }
 
   /** What `health` answers: the figures of `/metrics`. */
@@ -290,7 +304,7 @@ export class Daemon {
     await serverClosed;
     if (!releaseFirst) await this.#release();
     for (const lock of this.#locks) lock.release();
-    log("stopped (checkpointed, socket removed)");
+    log(this.options.listenFd === null ? "stopped (checkpointed, socket removed)" : "stopped (checkpointed; the socket is systemd's: its next connection starts the daemon again)");
     this.#resolveClosed();
   }
 
@@ -308,8 +322,9 @@ export class Daemon {
   async #listen(): Promise<void> {
     const identity = this.#identity;
     const paths = identity === null ? [this.options.socketPath] : [this.options.socketPath, identitySocketPath(identity)];
-    for (const path of paths) {
-      this.#listening.push(await DaemonSocket.listen(path, this.#acceptor));
+    for (const [i, path] of paths.entries()) {
+      const fd = i === 0 ? this.options.listenFd : null;
+      this.#listening.push(await (fd === null ? DaemonSocket.listen(path, this.#acceptor) : DaemonSocket.adopt(fd, path, this.#acceptor)));
     }
     // Told at once when one of them is removed; polled slowly besides (often while a folder cannot be watched).
     for (const path of [...paths, ...this.#locks.flatMap((lock) => (lock instanceof InstanceLock ? [lock.path] : []))]) {
@@ -436,11 +451,11 @@ export class Daemon {
       (request, conn, receivedAt) =>
         this.#dispatch.handle(request, conn, receivedAt).then(
           (result) => {
-            this.#requests.record(request.op, "OK");
+            this.#answered(request.op, "OK", receivedAt);
             return result;
           },
           (err: unknown) => {
-            this.#requests.record(request.op, toSessionDBError(err).code);
+            this.#answered(request.op, toSessionDBError(err).code, receivedAt);
             throw err;
           },
         ),

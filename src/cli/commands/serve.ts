@@ -4,6 +4,8 @@ import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
 import { serve } from "../serve.js";
+import { activationFd } from "../socket-activation.js";
+import { daemonLog, type LogFormat } from "../../daemon/daemon-log.js";
 
 interface ServeFlags {
   socket?: string;
@@ -15,6 +17,8 @@ interface ServeFlags {
   idleExit?: number;
   readerIdle: number;
   metrics?: string;
+  logFormat: LogFormat;
+  slowMs: number;
 }
 
 export function registerServe(program: Command): void {
@@ -29,6 +33,8 @@ export function registerServe(program: Command): void {
     .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
     .option("--idle-exit <seconds>", "stop cleanly (checkpointed) after this long with no client connected (default: never; autostarted daemons get 30)", positiveSeconds)
     .option("--reader-idle <seconds>", "end a reader thread after this long without a read (the next read starts one)", positiveSeconds, 5)
+    .addOption(new Option("--log-format <format>", "text lines, or one JSON object per line (time, level, event; a slow request's op, durationMs, batch)").choices(["text", "json"]).default("text"))
+    .option("--slow-ms <ms>", "log a request that takes longer than this as slow (its op, duration, and the group commit it was in)", positiveInt, 1000)
     .option("--metrics <host:port>", "serve /metrics (Prometheus text) and /health (JSON) over HTTP on this loopback address, e.g. 127.0.0.1:9464 (default: off)")
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
@@ -40,6 +46,8 @@ export function registerServe(program: Command): void {
         // A file this user may not use that another user's daemon holds: say whose it is.
         throw othersLockFile(files.lock, err) ?? err;
       }
+      // Under a systemd .socket unit: serve on the socket it passed (its owner and mode are the unit's).
+      const listenFd = activationFd();
       await serve({
         ...(db !== undefined ? { path: db } : {}),
         ...(opts.socket !== undefined ? { socketPath: opts.socket } : {}),
@@ -51,6 +59,9 @@ export function registerServe(program: Command): void {
         ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         readerIdleMs: opts.readerIdle * 1000,
         ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
+        ...(listenFd !== null ? { listenFd } : {}),
+        log: daemonLog(opts.logFormat),
+        slowRequestMs: opts.slowMs,
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Option, type Command } from "commander";
-import { CliError } from "../cli-error.js";
+import { CliError, UsageError } from "../cli-error.js";
 import { connectDaemon, filesOf, globalsOf } from "../open-store.js";
 import { Output } from "../output.js";
-import { serviceFile, serviceSpec, type ServiceKind, type ServiceSpec } from "../service-unit.js";
+import { serviceFile, serviceSpec, socketFile, type ServiceKind, type ServiceSpec } from "../service-unit.js";
 
 /** The command a service runs: this very installation of the CLI. */
 const CLI = fileURLToPath(new URL("../main.js", import.meta.url));
@@ -34,7 +34,8 @@ function start(spec: ServiceSpec): string | null {
   if (spec.kind === "systemd") {
     const reload = manager(spec, ["daemon-reload"]);
     if (!reload.ok) return reload.why;
-    const enable = manager(spec, ["enable", "--now", spec.name]);
+    // Socket-activated: the socket is what is started; the daemon follows on the first connection.
+    const enable = manager(spec, ["enable", "--now", spec.socketUnit?.name ?? spec.name]);
     return enable.ok ? null : enable.why;
   }
   manager(spec, ["bootout", `${domain()}/${spec.name}`]);
@@ -43,7 +44,10 @@ function start(spec: ServiceSpec): string | null {
 }
 
 function stop(spec: ServiceSpec): void {
-  if (spec.kind === "systemd") manager(spec, ["disable", "--now", spec.name]);
+  if (spec.kind === "systemd") {
+    if (spec.socketUnit !== null) manager(spec, ["disable", "--now", spec.socketUnit.name]);
+    manager(spec, ["disable", "--now", spec.name]);
+  }
   else manager(spec, ["bootout", `${domain()}/${spec.name}`]);
 }
 
@@ -62,10 +66,17 @@ function state(spec: ServiceSpec): string {
 interface ServiceOptions {
   kind: ServiceKind;
   start: boolean;
+  socket?: boolean;
 }
 
 function specOf(command: Command, opts: ServiceOptions): ServiceSpec {
-  return serviceSpec(opts.kind, filesOf(globalsOf(command)).db, CLI);
+  const files = filesOf(globalsOf(command));
+  if (opts.socket === true && opts.kind !== "systemd") throw new UsageError("--socket is for systemd (launchd starts its agent at login)");
+  // Uninstall and status look for a .socket unit either way.
+  const withSocket = opts.socket === true || (opts.kind === "systemd" && opts.socket === undefined);
+  const spec = serviceSpec(opts.kind, files.db, CLI, process.env, withSocket ? files.socket : null);
+  if (opts.socket === undefined && spec.socketUnit !== null && !existsSync(spec.socketUnit.file)) return { ...spec, socketUnit: null };
+  return spec;
 }
 
 export function registerService(program: Command): void {
@@ -84,20 +95,26 @@ export function registerService(program: Command): void {
     .description("write the unit (or agent) for --db, then enable and start it")
     .addOption(kind())
     .option("--no-start", "only write the file; do not ask the service manager to load or start it")
+    .option("--socket", "systemd: also write a .socket unit, so systemd makes the daemon's socket (owner and mode from the unit) and starts the daemon on the first connection")
     .action((opts: ServiceOptions, command: Command) => {
-      const spec = specOf(command, opts);
+      const spec = specOf(command, { ...opts, socket: opts.socket === true });
       const out = new Output(globalsOf(command).json === true);
       mkdirSync(dirname(spec.file), { recursive: true });
       if (spec.logFile !== null) mkdirSync(dirname(spec.logFile), { recursive: true });
       writeFileSync(spec.file, serviceFile(spec));
+      if (spec.socketUnit !== null) writeFileSync(spec.socketUnit.file, socketFile(spec));
       const notStarted = opts.start ? start(spec) : "--no-start";
-      const report = { service: spec.name, kind: spec.kind, file: spec.file, database: spec.database, logs: spec.logs, started: notStarted === null };
+      const report = {
+        service: spec.name, kind: spec.kind, file: spec.file, database: spec.database, logs: spec.logs, started: notStarted === null,
+        ...(spec.socketUnit !== null ? { socket: spec.socketUnit.name, socketFile: spec.socketUnit.file, listen: spec.socketUnit.listen } : {}),
+      };
       out.result(notStarted === null ? report : { ...report, notStarted }, () => {
         out.line(`wrote ${spec.file}`);
+        if (spec.socketUnit !== null) out.line(`wrote ${spec.socketUnit.file} (systemd listens on ${spec.socketUnit.listen} and starts the daemon on the first connection)`);
         if (notStarted === null) out.line(`started ${spec.name}; it restarts on failure and at login. Logs: ${spec.logs}`);
         else {
           const how = spec.kind === "systemd"
-            ? `systemctl --user daemon-reload && systemctl --user enable --now ${spec.name}`
+            ? `systemctl --user daemon-reload && systemctl --user enable --now ${spec.socketUnit?.name ?? spec.name}`
             : `launchctl bootstrap ${domain()} ${spec.file}`;
           out.line(`not started (${notStarted}); start it with: ${how}`);
         }
@@ -114,6 +131,7 @@ export function registerService(program: Command): void {
       if (!existsSync(spec.file)) throw new CliError("NOT_FOUND", `no ${spec.kind} service for ${spec.database} (no ${spec.file})`);
       stop(spec);
       rmSync(spec.file);
+      if (spec.socketUnit !== null) rmSync(spec.socketUnit.file, { force: true });
       if (spec.kind === "systemd") manager(spec, ["daemon-reload"]);
       out.result({ service: spec.name, file: spec.file, removed: true }, () => out.line(`stopped ${spec.name} and removed ${spec.file}`));
     });

@@ -8,6 +8,15 @@ import { Output } from "../output.js";
 /** How long `stop` waits for the daemon to finish its queue and remove its socket. */
 const STOP_WAIT_MS = 60_000;
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 export function registerStop(program: Command): void {
   program
     .command("stop")
@@ -26,9 +35,10 @@ export function registerStop(program: Command): void {
       } finally {
         await client.db.close();
       }
-      // The daemon removes its socket last, once every queued write is answered and checkpointed.
+      // The daemon removes its socket last, once every queued write is answered and checkpointed;
+      // a socket systemd passed it stays (the unit's), so then its exit is what is waited for.
       const deadline = Date.now() + STOP_WAIT_MS;
-      while (existsSync(socket)) {
+      while (existsSync(socket) && alive(pid)) {
         if (Date.now() > deadline) {
           throw new SessionDBError("TIMEOUT", `the daemon (pid ${pid}) is still stopping after ${STOP_WAIT_MS / 1000} s`);
         }
