@@ -19,6 +19,26 @@ def not_null(column: str) -> ConstraintError:
     return ConstraintError("CONSTRAINT", f"NOT NULL constraint failed: {column}")
 
 
+def no_session_id() -> ConstraintError:
+    """``create_session(None, …)`` / ``ensure_session(None)``: the reference inserts a row whose id
+    is NULL (SQLite lets a TEXT PRIMARY KEY hold NULL), a row no later call can reach, and every
+    such call adds another. Refused instead, as SQLite's NOT NULL (``sqlite3.IntegrityError``)."""
+    return ConstraintError(
+        "CONSTRAINT", "NOT NULL constraint failed: sessions.id (session_id is None: the reference would "
+        "insert a session no call can reach; sessiondb refuses it)")
+
+
+def bound_counts(usage: dict) -> dict:
+    """A count the reference stores other than as an integer (a non-whole number, a text kept by
+    ``col = ?``, bytes) goes as ``<key>Bound``, which the engine applies with the reference's own
+    SQL (docs/protocol.md); whole numbers and None keep the integer field."""
+    for key in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"):
+        value = usage[key]
+        if value is not None and type(value) is not int:
+            usage[key + "Bound"] = usage.pop(key)
+    return usage
+
+
 class Operations:
     """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args)`` and
     ``_result(value)`` (a result known without asking the daemon, as ``_call`` returns one).
@@ -33,6 +53,8 @@ class Operations:
     def create_session(self, session_id: str, source: str, model: Optional[str] = None,
                        model_config: Optional[dict] = None, system_prompt: Optional[str] = None,
                        user_id: Optional[str] = None, parent_session_id: Optional[str] = None) -> Any:
+        if session_id is None:
+            raise no_session_id()
         if source is None:
             raise not_null("sessions.source")
         opts = optional(model=text(model, "model"), systemPrompt=text(system_prompt, "system_prompt"),
@@ -85,9 +107,12 @@ class Operations:
         }
         if session_id is None:
             return self._result(None)
-        return self._call("updateTokenCounts", WRITE, [text(session_id, "session_id"), usage, {"absolute": bool(absolute)}])
+        return self._call("updateTokenCounts", WRITE,
+                          [text(session_id, "session_id"), bound_counts(usage), {"absolute": bool(absolute)}])
 
     def ensure_session(self, session_id: str, source: str = "unknown", model: Optional[str] = None) -> Any:
+        if session_id is None:
+            raise no_session_id()
         if source is None:
             raise not_null("sessions.source")
         return self._call("ensureSession", WRITE, [text(session_id, "session_id"), text(source, "source"), text(model, "model")])

@@ -64,6 +64,13 @@ def text(value: Any, name: str) -> Any:
     value = bound(value, name)
     if isinstance(value, (int, float)):
         return _sqlite("SELECT CAST(? AS TEXT)", value, name)
+    if isinstance(value, bytes):
+        # The reference would keep a BLOB in the TEXT column, which its own readers (search,
+        # titles, previews, JSON export) do not expect: refused, of the class sqlite3 raises for
+        # a value it cannot take.
+        raise refused(name, sqlite3.ProgrammingError(
+            f"bytes are not stored by sessiondb in a TEXT column (the reference would store a BLOB); "
+            f"decode them to str first"))
     return value
 
 

@@ -22,7 +22,7 @@ export const MAX_LIMIT = 100_000;
 
 export type Args = readonly unknown[];
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "string" ? "a string" : `${typeof value}`;

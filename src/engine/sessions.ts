@@ -2,7 +2,8 @@
 import { invalidArgument, type SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
-  checkTotalText, count, field, jsonColumn, nonEmpty, optBool, optCount, optNumber, optObject, optStr, optText, str,
+  checkTotalText, count, describe, field, jsonColumn, MAX_NAME_LENGTH, nonEmpty, optBool, optCount, optNumber, optObject, optStr, optText,
+  str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -98,7 +99,12 @@ const TEXT_FIELDS = [
 /** Per-column rules of SPEC §3: token counters add (or are set), costs accumulate, billing sticks. */
 function tokenUpdateSql(absolute: boolean): string {
   // better-sqlite3 binds a number as a REAL: cast, or the sum is a double and a counter past 2^53 loses its low digits.
-  const tokens = TOKEN_FIELDS.map(([, col]) => (absolute ? `${col} = @${col}` : `${col} = ${col} + CAST(@${col} AS INTEGER)`));
+  // A `<key>Bound` value (boundCount) is the reference's own bind: `col + ?` and `col = ?` as is.
+  const tokens = TOKEN_FIELDS.map(([, col]) =>
+    absolute
+      ? `${col} = CASE WHEN @${col}_bound IS NULL THEN @${col} ELSE @${col}_bound END`
+      : `${col} = ${col} + CASE WHEN @${col}_bound IS NULL THEN CAST(@${col} AS INTEGER) ELSE @${col}_bound END`,
+  );
   const estimated = absolute ? "COALESCE(@estimated, 0)" : "COALESCE(estimated_cost_usd, 0) + COALESCE(@estimated, 0)";
   const actual = absolute ? "@actual" : "COALESCE(actual_cost_usd, 0) + @actual";
   return `UPDATE sessions SET ${tokens.join(", ")},
@@ -125,6 +131,24 @@ const TOKEN_OVERFLOW_SQL = `SELECT ${TOKEN_FIELDS.map(([, col]) => {
   return `CASE WHEN ${p} >= 0 THEN ${col} > 9223372036854775807 - ${p} ELSE ${col} < -9223372036854775808 - ${p} END AS ${col}`;
 }).join(", ")} FROM sessions WHERE id = @id`;
 
+/**
+ * `usage.<key>Bound`: a token count the Python client sends as the reference's sqlite3 binds it
+ * (a non-whole number, a text or bytes: `update_token_counts(sid, input_tokens=5.5)`), for the
+ * reference's SQL to store as it does (5.5 a REAL, `'abc'` a TEXT, bytes a BLOB in the INTEGER
+ * column). Only that field takes them: `usage.<key>` keeps its integer rule for every other caller.
+ * Null when absent.
+ */
+function boundCount(value: unknown, name: string): number | string | Uint8Array | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "string") return str(value, name);
+  if (value instanceof Uint8Array) {
+    if (value.length > MAX_NAME_LENGTH) throw invalidArgument(`${name} must be at most ${MAX_NAME_LENGTH} bytes, got ${value.length}`);
+    return value;
+  }
+  throw invalidArgument(`${name} must be a finite number, a string or bytes, got ${describe(value)}`);
+}
+
 /** The refusal of a counter addition that would pass ±2^63 (the same words on PostgreSQL). */
 export function counterOverflow(key: string, value: unknown): SessionDBError {
   return invalidArgument(
@@ -136,10 +160,12 @@ export const updateTokenCounts = write(
   (args) => {
     const usage = optObject(args[1], "usage");
     const opts = optObject(args[2], "opts");
-    const params: Record<string, string | number | null> = { id: str(args[0], "id") };
+    const params: Record<string, string | number | Uint8Array | null> = { id: str(args[0], "id") };
     for (const [key, col] of TOKEN_FIELDS) {
-      const value = optCount(field(usage, key), `usage.${key}`);
+      const bound = boundCount(field(usage, `${key}Bound`), `usage.${key}Bound`);
+      const value = bound === null ? optCount(field(usage, key), `usage.${key}`) : 0;
       params[col] = value === undefined ? 0 : value; // left out counts as 0; an explicit null writes NULL
+      params[`${col}_bound`] = bound;
     }
     params.estimated = optNumber(field(usage, "estimatedCostUsd"), "usage.estimatedCostUsd") ?? null;
     params.actual = optNumber(field(usage, "actualCostUsd"), "usage.actualCostUsd") ?? null;

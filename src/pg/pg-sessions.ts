@@ -1,5 +1,5 @@
 /** Sessions and titles on PostgreSQL: SPEC §3 from createSession to pruneSessions, but messages. */
-import { SessionDBError } from "../errors.js";
+import { invalidArgument, SessionDBError } from "../errors.js";
 import { escapeLike, now } from "../engine/connection.js";
 import { SESSION_SELECT } from "../engine/rows.js";
 import { counterOverflow, TOKEN_FIELDS } from "../engine/sessions.js";
@@ -120,6 +120,14 @@ export const sessionRunners = {
   },
 
   async updateTokenCounts(db, p) {
+    // A count bound as the reference's sqlite3 binds it (a REAL, TEXT or BLOB kept in an INTEGER
+    // column) has no equivalent in a BIGINT column: refused rather than rounded.
+    const bound = TOKEN_FIELDS.find(([, col]) => p.params[`${col}_bound`] !== null);
+    if (bound !== undefined) {
+      throw invalidArgument(
+        `usage.${bound[0]}Bound: PostgreSQL stores token counts as BIGINT; ${String(p.params[`${bound[1]}_bound`])} is not a whole number of tokens`,
+      );
+    }
     const values = [
       p.params.id,
       ...TOKEN_COLUMNS.map((col) => p.params[col]),
