@@ -16,7 +16,6 @@ SCHEMA_VERSION = 6
 __version__ = "0.1.0"
 
 
-
 def __getattr__(name: str):
     # asyncio costs a short-lived process tens of milliseconds to import: only its users pay.
     if name == "AsyncSessionDB":
