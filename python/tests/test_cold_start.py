@@ -4,6 +4,7 @@ the daemon between two calls once it answers. The order of the calls is kept acr
 and nothing is lost or doubled, also with threads calling at once. (How fast: bench/python_cold_start.py.)"""
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from conftest import REPO
-from sessiondb import SessionDB
+from sessiondb import SessionDB, UnavailableError
 from test_autostart import stop_daemon
 
 WRITER = REPO / "test" / "fixtures" / "hermes_writer.py"
@@ -144,3 +145,26 @@ def test_no_bridge_for_a_missing_file(tmp: Path, bin_env: Path):
             db.create_session("w", "cli")
     finally:
         stop_daemon(fresh)
+
+
+def test_a_daemon_that_fails_to_start_is_reported_by_the_call_that_moves(tmp: Path, bin_env: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    db = tmp / "state.db"
+    subprocess.run([sys.executable, str(WRITER), "create", str(db)], check=True, capture_output=True)
+    failing = tmp / "failing-bin"
+    failing.write_text("#!/bin/sh\nexit 3\n")
+    failing.chmod(0o755)
+    monkeypatch.setenv("SESSIONDB_BIN", str(failing))
+    handle = SessionDB(db, timeout=60)
+    handle.create_session("x", "cli")  # the file serves it; the start fails in the background
+    give_up = time.monotonic() + MOVE_WAIT_S
+    with pytest.raises(UnavailableError) as info:
+        while time.monotonic() < give_up:
+            handle.append_message("x", "user", "served by the file until the start is known to have failed")
+    assert "exited with status 3" in str(info.value)
+    assert moved(handle)
+    handle.close()
+    # What the file served before is all there, counted.
+    with sqlite3.connect(db) as conn:
+        count, = conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = 'x'").fetchone()
+        assert conn.execute("SELECT message_count FROM sessions WHERE id = 'x'").fetchone() == (count,)
