@@ -8,16 +8,16 @@ from conftest import run_sql
 from sessiondb import SessionDB
 
 SESSIONS = 4000
-# SQL both engines run: one row per number below SESSIONS.
-NUMBERS = f"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {SESSIONS - 1}) "
 
 
-def fill(db: SessionDB) -> None:
-    """4,000 sessions of one 4,000-byte message (about 16 MB, 20 pages), written beside the daemon."""
-    run_sql(db.db_path, NUMBERS + "INSERT INTO sessions (id, source, started_at, message_count) "
+def fill(db: SessionDB, sessions: int = SESSIONS, size: int = 4000) -> None:
+    """`sessions` sessions of one `size`-byte message (by default about 16 MB, 20 pages), written
+    beside the daemon, in SQL both engines run."""
+    numbers = f"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {sessions - 1}) "
+    run_sql(db.db_path, numbers + "INSERT INTO sessions (id, source, started_at, message_count) "
             "SELECT 's' || i, 'cli', 1000.0 + i, 1 FROM n")
-    run_sql(db.db_path, NUMBERS + "INSERT INTO messages (session_id, role, content, timestamp) "
-            "SELECT 's' || i, 'user', ?, 1000.0 + i FROM n", ("x" * 4000,))
+    run_sql(db.db_path, numbers + "INSERT INTO messages (session_id, role, content, timestamp) "
+            "SELECT 's' || i, 'user', ?, 1000.0 + i FROM n", ("x" * size,))
 
 
 def pages_read(db: SessionDB) -> int:
@@ -43,7 +43,8 @@ def test_an_export_is_one_snapshot_while_others_write(db: SessionDB):
     """Issue 23 item 3: rows written after the export began (an append to a session on its last
     page, a new old-dated session, a deletion) are not in it, and each session's counters match
     its exported messages (over each engine)."""
-    fill(db)
+    # 1,500 sessions of 2,000 bytes (8 pages): more than the socket and the client hold.
+    fill(db, 1500, 2000)
     stream = db.iter_export_all()
     first = next(stream)
     run_sql(db.db_path, "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
@@ -56,11 +57,11 @@ def test_an_export_is_one_snapshot_while_others_write(db: SessionDB):
     exported = {first["id"]: first}
     for item in stream:
         exported[item["id"]] = item
-    assert len(exported) == SESSIONS
+    assert len(exported) == 1500
     assert "late" not in exported
     assert "s1" in exported
     for session in exported.values():
         assert len(session["messages"]) == session["message_count"], session["id"]
-    assert [m["content"] for m in exported["s0"]["messages"]] == ["x" * 4000]
+    assert [m["content"] for m in exported["s0"]["messages"]] == ["x" * 2000]
     assert exported["s0"]["tool_call_count"] == 0
     assert db.export_session("s0")["message_count"] == 2
