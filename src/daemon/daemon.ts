@@ -355,14 +355,18 @@ export class Daemon {
     this.#repairTimer.unref();
   }
 
-  /** A watched socket or lock file changed: repaired in this turn of the loop, once however many events came. */
+  /**
+   * A watched socket or lock file changed: repaired REPAIR_INTERVAL_MS later, once however many
+   * events came, as the poll did. Not at once: an `rm -rf` of their folder, still removing, would
+   * find the file made again and fail (ENOTEMPTY).
+   */
   #repairSoon(): void {
     if (this.#repairScheduled || this.#closing !== null) return;
     this.#repairScheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.#repairScheduled = false;
       void this.#repair();
-    });
+    }, REPAIR_INTERVAL_MS).unref();
   }
 
   /**
@@ -471,7 +475,7 @@ export class Daemon {
   }
 }
 
-/** How often the daemon checks that its sockets and lock files are still there, when a folder of theirs cannot be watched. */
+/** How soon the daemon makes a removed socket or lock file again; how often it checks, when a folder of theirs cannot be watched. */
 const REPAIR_INTERVAL_MS = 250;
 /** How often it checks anyway while their folders are watched (a removal is reported at once). */
 const REPAIR_SAFETY_POLL_MS = 5000;
