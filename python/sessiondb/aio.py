@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import socket
 import time
+import weakref
 from typing import Any, AsyncIterator, Dict, List, Optional
 
 from .autostart import IDLE_EXIT_S
@@ -17,6 +20,9 @@ from .paths import check_socket_trust
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
 
 _LOST = object()
+# Connections a forked child inherited: kept from being garbage-collected there (their transport
+# would close a descriptor number the child may have reused).
+_abandoned: List[Any] = []
 
 
 class AsyncConnection:
@@ -146,6 +152,20 @@ class AsyncConnection:
         self._pending.clear()
         self._writer.close()
 
+    def abandon_after_fork(self) -> None:
+        """In a forked child: closes this process's copy of the socket, nothing more. Its reader
+        task belongs to the parent's event loop, which does not run here; a shutdown or the
+        transport's close would end or unregister the parent's connection."""
+        self.lost = True
+        self._pending.clear()
+        sock = getattr(self._writer.transport, "_sock", None)
+        if isinstance(sock, socket.socket):
+            try:
+                os.close(sock.detach())
+            except OSError:
+                pass
+        _abandoned.append(self)
+
     async def wait_idle(self) -> None:
         while self._pending and not self.lost:
             await asyncio.sleep(0.01)
@@ -163,9 +183,22 @@ class AsyncConnection:
             pass
 
 
+_async_handles: "weakref.WeakSet[AsyncSessionDB]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for handle in list(_async_handles):
+        handle._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class AsyncSessionDB(Operations):
     """The asyncio twin of SessionDB: every method is a coroutine; calls from many tasks share one
-    pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``."""
+    pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``.
+    Fork-safe: a forked child that goes on using the handle (on its own event loop) connects anew."""
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
                  timeout: float = 30.0, autostart: bool = True,
@@ -175,6 +208,16 @@ class AsyncSessionDB(Operations):
         self._connection: Optional[AsyncConnection] = None
         self._connecting: Optional[asyncio.Lock] = None
         self._closed = False
+        _async_handles.add(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child (os.register_at_fork): the inherited connection and lock belong to
+        the parent's event loop; the child's next call (on its own loop) connects anew instead of
+        waiting for a reply that the parent's reader would get."""
+        connection, self._connection = self._connection, None
+        self._connecting = None
+        if connection is not None:
+            connection.abandon_after_fork()
 
     @property
     def socket_path(self) -> str:
@@ -270,6 +313,7 @@ class AsyncSessionDB(Operations):
         if connection is not None:
             await connection.wait_idle()
             await connection.close()
+        _async_handles.discard(self)
 
     async def __aenter__(self) -> "AsyncSessionDB":
         return await self.connect()

@@ -24,7 +24,7 @@ REFERENCE_METHODS = {
 
 def test_every_public_method_is_a_coroutine_function_with_the_sync_signature():
     names = [n for n in dir(SessionDB) if not n.startswith("_") and inspect.isfunction(getattr(SessionDB, n))]
-    assert set(names) == REFERENCE_METHODS | {"iter_export_all"}
+    assert set(names) == REFERENCE_METHODS | {"iter_export_all", "pop_message"}
     for name in names:
         sync = getattr(SessionDB, name)
         asynchronous = getattr(AsyncSessionDB, name)
@@ -93,5 +93,47 @@ def test_iter_export_all_streams_and_close_is_idempotent(daemon: Daemon):
         await db.close()
         with pytest.raises(ClosedError):
             await db.session_count()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("engine", ["sqlite"])
+def test_a_forked_child_using_the_handle_reconnects_instead_of_hanging(daemon: Daemon):
+    """Issue 30 item 6 for AsyncSessionDB: the child's calls, on its own event loop, get a
+    connection of their own (before: they waited the whole timeout for a reply the parent's
+    reader task, not running in the child, would have read); the parent's connection goes on."""
+    import os
+
+    async def child(db: AsyncSessionDB) -> None:
+        await db.create_session("child", "cli")
+        await db.append_message("child", "user", "from the child")
+        assert (await db.get_session("parent"))["id"] == "parent"
+        await db.close()
+
+    async def main():
+        db = AsyncSessionDB(daemon.db, autostart=False, timeout=15)
+        await db.create_session("parent", "cli")
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                os.close(read_end)
+                asyncio.run(child(db))
+                os.write(write_end, b"ok")
+                status = 0
+            except BaseException as err:  # noqa: BLE001 - reported to the parent
+                os.write(write_end, repr(err).encode()[:500])
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        # Waited for off the loop, so the parent's connection stays served meanwhile.
+        _, status = await asyncio.get_running_loop().run_in_executor(None, os.waitpid, pid, 0)
+        report = os.read(read_end, 1000).decode()
+        os.close(read_end)
+        assert os.WEXITSTATUS(status) == 0 and report == "ok", report
+        assert (await db.get_messages("child"))[0]["content"] == "from the child"
+        assert await db.session_count() == 2
+        await db.close()
 
     asyncio.run(main())
