@@ -96,12 +96,19 @@ def _opt_number(value: Any) -> Optional[float]:
     return value
 
 
-def _options(value: Any) -> Dict[str, Any]:
+def _options(value: Any, known: Any = None) -> Dict[str, Any]:
+    """An options map; a key not in ``known`` (a field this file does not know) is the daemon's."""
     if value is None:
         return {}
-    if type(value) is not dict:
+    if type(value) is not dict or (known is not None and not known.issuperset(value)):
         raise Daemon()
     return value
+
+
+SESSION_OPTIONS = frozenset({"model", "modelConfig", "modelConfigJson", "systemPrompt", "userId", "parentSessionId"})
+MESSAGE_FIELDS = frozenset({"role", "content", "toolName", "toolCalls", "toolCallsJson", "toolCallId", "tokenCount",
+                            "finishReason", "reasoning", "reasoningDetails", "reasoningDetailsJson",
+                            "codexReasoningItems", "codexReasoningItemsJson"})
 
 
 def _no_constant(name: str) -> Any:
@@ -143,7 +150,7 @@ def _decoded(text: Optional[str], fallback: Any) -> Any:
 # -- the calls served here, by wire op: (write?, run(conn, args)) ------------------------------
 
 def _create_session(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    opts = _options(args[2] if len(args) > 2 else None)
+    opts = _options(args[2] if len(args) > 2 else None, SESSION_OPTIONS)
     source = args[1]
     model_config, _ = _json_column(opts, "modelConfig")
     row = (_name(args[0], empty=False), _name(source, empty=False), _opt_name(opts.get("userId")),
@@ -197,11 +204,14 @@ def _token_sql(absolute: bool) -> str:
 
 
 TOKEN_SQL = {False: _token_sql(False), True: _token_sql(True)}
+# A counter the client sends otherwise (``<key>Bound``, the reference's own bind) is the daemon's.
+USAGE_FIELDS = frozenset([key for key, _ in TOKEN_COLUMNS] + [key for key, _ in TOKEN_TEXTS]
+                         + ["estimatedCostUsd", "actualCostUsd"])
 
 
 def _update_token_counts(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    usage = _options(args[1])
-    absolute = _options(args[2] if len(args) > 2 else None).get("absolute", False)
+    usage = _options(args[1], USAGE_FIELDS)
+    absolute = _options(args[2] if len(args) > 2 else None, frozenset({"absolute"})).get("absolute", False)
     if type(absolute) is not bool:
         raise Daemon()
     params: Dict[str, Any] = {"id": _name(args[0])}
@@ -222,7 +232,7 @@ def _update_token_counts(conn: sqlite3.Connection, args: List[Any]) -> Any:
 
 
 def _append_message(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    msg = _options(args[1])
+    msg = _options(args[1], MESSAGE_FIELDS)
     tool_calls, tool_calls_value = _json_column(msg, "toolCalls")
     reasoning_details, _ = _json_column(msg, "reasoningDetails")
     codex_items, _ = _json_column(msg, "codexReasoningItems")
@@ -283,14 +293,14 @@ def _get_messages_as_conversation(conn: sqlite3.Connection, args: List[Any]) -> 
 
 
 def _session_count(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    source = _opt_name(_options(args[0] if args else None).get("source"))
+    source = _opt_name(_options(args[0] if args else None, frozenset({"source"})).get("source"))
     if source is None:
         return conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     return conn.execute("SELECT COUNT(*) FROM sessions WHERE source = ?", (source,)).fetchone()[0]
 
 
 def _message_count(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    session_id = _opt_name(_options(args[0] if args else None).get("sessionId"))
+    session_id = _opt_name(_options(args[0] if args else None, frozenset({"sessionId"})).get("sessionId"))
     if session_id is None:
         return conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     return conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]

@@ -168,3 +168,17 @@ def test_a_daemon_that_fails_to_start_is_reported_by_the_call_that_moves(tmp: Pa
     with sqlite3.connect(db) as conn:
         count, = conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = 'x'").fetchone()
         assert conn.execute("SELECT message_count FROM sessions WHERE id = 'x'").fetchone() == (count,)
+
+
+def test_an_argument_sent_in_a_form_the_file_does_not_serve_goes_to_the_daemon(existing: Path, gate: Path):
+    db = SessionDB(existing, timeout=60)
+    db.create_session("b", "cli")
+    db.update_token_counts("b", input_tokens=2)
+    assert not moved(db)
+    opener = threading.Timer(0.3, gate.touch)
+    opener.start()
+    db.update_token_counts("b", input_tokens=5.5)  # a count the reference stores as it binds it
+    opener.join()
+    assert moved(db)
+    assert db.get_session("b")["input_tokens"] == 7.5
+    db.close()
