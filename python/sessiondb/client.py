@@ -124,8 +124,9 @@ class Target:
         """When no socket answered: True once the daemon that holds the file (file_guard.py)
         answers again; False when no daemon holds it (and then its dead daemon's stale lock files
         are removed). Raises UnavailableError when one holds it but does not answer in time: no
-        second daemon is started beside it."""
-        if self._url is not None:
+        second daemon is started beside it. An explicit socket is the only candidate: not waited
+        for (a daemon started on it would be refused by the guard all the same)."""
+        if self._url is not None or self.explicit_socket:
             return False
         give_up = min(deadline, time.monotonic() + HOLDER_WAIT_S)
         while daemon_holds(self.database):

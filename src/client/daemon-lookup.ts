@@ -60,7 +60,8 @@ export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient
   try {
     return await firstAnswering(options, sockets);
   } catch (err) {
-    if (err instanceof ForeignSocketError || isPostgresUrl(options.path)) throw err;
+    // An explicit socket is the only candidate: a daemon holding the file elsewhere is not waited for.
+    if (err instanceof ForeignSocketError || isPostgresUrl(options.path) || !options.findByIdentity) throw err;
     const found = await awaitHolder(options, sockets);
     if (found === null) throw new NoDaemonError(toSessionDBError(err));
     return found;
