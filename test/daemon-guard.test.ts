@@ -80,6 +80,9 @@ test("lock files: a clean stop removes its own; stale ones of dead daemons go wi
   const stale = join(runtime, "inode-1-2.daemon-lock");
   lockFile(stale);
   writeFileSync(`${stale}-journal`, "");
+  // A dead daemon's lock of a PostgreSQL database (named by a hash of its identity).
+  const pgStale = join(runtime, "0123456789abcdef0123456789abcdef.daemon-lock");
+  lockFile(pgStale);
   const orphanJournal = join(runtime, "inode-5-6.daemon-lock-journal");
   writeFileSync(orphanJournal, "");
   const held = join(runtime, "inode-3-4.daemon-lock");
@@ -93,11 +96,12 @@ test("lock files: a clean stop removes its own; stale ones of dead daemons go wi
   const daemon = await startDaemon(t, dbPath);
   await waitUntil("the stale identity lock removed by the daemon", () => !existsSync(stale));
   assert.equal(existsSync(`${stale}-journal`), false);
+  assert.equal(existsSync(pgStale), false, "a dead daemon's PostgreSQL lock file stayed");
   assert.equal(existsSync(orphanJournal), false);
   assert.equal(existsSync(held), true, "a lock file a live process holds was removed");
   const stopped = await daemon.stop();
   assert.equal(stopped.code, 0);
-  assert.match(stopped.stderr, /removed 1 stale lock file\(s\) of daemons that are gone/);
+  assert.match(stopped.stderr, /removed 2 stale lock file\(s\) of daemons that are gone/);
   assert.equal(existsSync(`${dbPath}.daemon-lock`), false, "a clean stop leaves its lock file behind");
 
   const killed = await startDaemon(t, dbPath);

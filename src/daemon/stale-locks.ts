@@ -55,7 +55,10 @@ function removeOrphanJournal(path: string): void {
   }
 }
 
-const IDENTITY_LOCK = /^inode-\d+-\d+\.daemon-lock$/;
+// An identity lock (`inode-<dev>-<ino>`), or the lock of a PostgreSQL database (or a file whose
+// socket path was too long to sit beside it): named by a hash in the runtime folder, one per
+// database ever served, so the PostgreSQL tests alone left hundreds.
+const IDENTITY_LOCK = /^(inode-\d+-\d+|[0-9a-f]{32})\.daemon-lock$/;
 
 /** Removes every stale identity lock file in the runtime folder `dir`; how many it removed. */
 export function sweepStaleIdentityLocks(dir: string): number {
