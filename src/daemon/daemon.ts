@@ -1,11 +1,10 @@
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
-import { SessionDBError } from "../errors.js";
+import { invalidArgument, SessionDBError, toSessionDBError } from "../errors.js";
 import { writeRefusal } from "../engine/file-ownership.js";
 import { makePrivateDir } from "../engine/private-files.js";
 import type { DaemonStats, HealthResult } from "../protocol/control.js";
 import { SCHEMA_VERSION } from "../engine/schema.js";
-import { invalidArgument, toSessionDBError } from "../errors.js";
 import { RequestCounts } from "./request-counts.js";
 import { isWriteOp } from "../operation-catalogue.js";
 import { MetricsServer } from "./metrics-server.js";
