@@ -16,7 +16,6 @@ either side of the move."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import stat
@@ -217,12 +216,6 @@ def _update_token_counts(conn: sqlite3.Connection, args: List[Any]) -> Any:
     params: Dict[str, Any] = {"id": _name(args[0])}
     for key, col in TOKEN_COLUMNS:
         params[col] = _opt_int(usage[key]) if key in usage else 0  # an explicit None writes NULL
-        bound = usage.get(key + "Bound")  # the reference's own bind (operations.py), as the engine takes it
-        if bound is not None:
-            if (type(bound) not in (int, float, str, bytes) or (type(bound) is float and not math.isfinite(bound))
-                    or (type(bound) in (str, bytes) and len(bound) > MAX_NAME)):
-                raise Daemon()
-            params[col] = bound
     params["estimated"] = _opt_number(usage.get("estimatedCostUsd"))
     params["actual"] = _opt_number(usage.get("actualCostUsd"))
     for key, col in TOKEN_TEXTS:
