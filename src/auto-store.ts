@@ -16,7 +16,9 @@ const DAEMON_RELEASE_MS = 15_000;
  * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
  * handle fails over to direct mode and keeps working. A read in flight at that moment is re-run
  * directly; a write in flight is not (it may have been committed before the daemon died), so it
- * rejects with UNAVAILABLE and the caller decides.
+ * rejects with UNAVAILABLE and the caller decides. A daemon on PostgreSQL that answers
+ * UNAVAILABLE but stays connected is not failed over from: the call rejects and the next one goes
+ * to the same daemon.
  */
 export class AutoStore extends Store {
   readonly #options: ResolvedOptions;
@@ -50,6 +52,10 @@ export class AutoStore extends Store {
       return await Store.callOn(store, name, args);
     } catch (err) {
       if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+      // A daemon on PostgreSQL answers UNAVAILABLE while it cannot reach the server, and keeps
+      // serving once it reconnects: direct mode would reach the same server no better. Only a
+      // daemon that hung up is failed over from (the next call sees the connection gone).
+      if (store.engine === "postgres" && store.connected) throw err;
       const direct = await this.#failOver(store);
       if (OPERATION_KINDS[name] === "read") return Store.callOn(direct, name, args);
       throw err;

@@ -32,6 +32,8 @@ export class PgServer {
   readonly #root: string;
   readonly socketDir: string;
   #databases = 0;
+  /** The server's command-line settings, for starting it again after `pause()`. */
+  #settings = "";
 
   private constructor(bin: string, root: string) {
     this.#bin = bin;
@@ -54,10 +56,8 @@ export class PgServer {
       chownSync(server.socketDir, RUN_AS.uid, RUN_AS.gid);
     }
     server.#run("initdb", ["-D", server.#data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]);
-    server.#run("pg_ctl", [
-      "-D", server.#data, "-l", join(root, "log"), "-w", "-t", "60", "start",
-      "-o", `-k ${server.socketDir} -c listen_addresses='' ${options.durable === true ? "" : "-c fsync=off "}-c max_connections=300 -c shared_buffers=32MB`,
-    ]);
+    server.#settings = `-k ${server.socketDir} -c listen_addresses='' ${options.durable === true ? "" : "-c fsync=off "}-c max_connections=300 -c shared_buffers=32MB`;
+    server.#run("pg_ctl", ["-D", server.#data, "-l", join(root, "log"), "-w", "-t", "60", "start", "-o", server.#settings]);
     // Every database created later is a copy of template1, so each gets pg_trgm without a superuser.
     server.psql("template1", "CREATE EXTENSION IF NOT EXISTS pg_trgm");
     return server;
@@ -91,6 +91,22 @@ export class PgServer {
     return new Promise((resolve, reject) => {
       execFile(join(this.#bin, "pg_ctl"), args, { cwd: "/tmp", ...(RUN_AS ?? {}) }, (err, stdout, stderr) => {
         if (err) reject(new Error(`pg_ctl restart failed: ${stderr}${stdout}`, { cause: err }));
+        else resolve();
+      });
+    });
+  }
+
+  /** `pg_ctl stop -m fast`, keeping the data: until `resume()`, nothing answers on the socket. */
+  pause(): void {
+    this.#run("pg_ctl", ["-D", this.#data, "-m", "fast", "-w", "-t", "60", "stop"]);
+  }
+
+  /** Starts a server `pause()` stopped; returns once it accepts connections. */
+  resume(): Promise<void> {
+    const args = ["-D", this.#data, "-l", join(this.#root, "log"), "-w", "-t", "60", "start", "-o", this.#settings];
+    return new Promise((resolve, reject) => {
+      execFile(join(this.#bin, "pg_ctl"), args, { cwd: "/tmp", ...(RUN_AS ?? {}) }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`pg_ctl start failed: ${stderr}${stdout}`, { cause: err }));
         else resolve();
       });
     });

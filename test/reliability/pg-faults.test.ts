@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { SessionDBError, type SessionDB } from "../../src/index.js";
+import { openSessionDB, SessionDBError, type SessionDB } from "../../src/index.js";
 import { openPgPool, type PgPool } from "../../src/pg/pg-connection.js";
 import { controlOf, shortTempDir, startDaemon } from "../helpers/daemon.js";
 import { usePgServer } from "../helpers/postgres.js";
@@ -177,4 +177,29 @@ test("direct mode on PostgreSQL: a host application whose connection is terminat
   }
   const report = lastJsonLine<{ first: string; contents: string[] }>(await runToSuccess(child));
   assert.deepEqual(report, { first: "UNAVAILABLE", contents: ["after"] });
+});
+
+test("auto mode on a PostgreSQL daemon that answers UNAVAILABLE but stays connected: the call rejects, the handle stays with that daemon (no failover to direct mode)", async (t) => {
+  const url = server.fresh(t);
+  const daemon = await startDaemon(t, url, { socketPath: `${shortTempDir(t)}/d.sock` });
+  const db = await openSessionDB({ path: url, socketPath: daemon.socketPath, mode: "auto", requestTimeoutMs: 1_000 });
+  t.after(() => db.close());
+  await db.createSession("s", "cli");
+  assert.equal(db.mode, "daemon");
+
+  server().pause();
+  let resumed: Promise<void> | null = null;
+  // The server comes back whatever the call does (the old client waited 15 s for a hang-up, then went direct).
+  const resume = setTimeout(() => (resumed = server().resume()), 3_000);
+  t.after(() => clearTimeout(resume));
+  const read = await db.getSession("s").then(() => "answered", (err: unknown) => (err as SessionDBError).code);
+  const write = await db.appendMessage("s", { role: "user", content: "while down" }).then(() => "answered", (err: unknown) => (err as SessionDBError).code);
+  assert.deepEqual([read, write, db.mode], ["UNAVAILABLE", "UNAVAILABLE", "daemon"]);
+
+  await waitUntil("the 3 s timer to start the server again", () => resumed !== null);
+  await resumed;
+  await waitUntil("the daemon to serve again", () => db.appendMessage("s", { role: "user", content: "after" }).then(() => true, () => false));
+  assert.equal(db.mode, "daemon");
+  assert.equal((await controlOf(db).hello()).pid, daemon.pid);
+  assert.deepEqual((await db.getMessages("s")).map((m) => m.content), ["after"]);
 });
