@@ -5,6 +5,8 @@
  */
 import { statSync } from "node:fs";
 import { openConnection, type BackupStep, type Connection } from "../engine/connection.js";
+import { notHermesFile } from "../engine/database-file.js";
+import { writeRefusal } from "../engine/file-ownership.js";
 import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../engine/fts-merge.js";
 import { checkIntegrity, snapshotCounts } from "../engine/integrity-check.js";
 import { tableExists } from "../engine/schema.js";
@@ -15,7 +17,16 @@ const BUSY_TIMEOUT_MS = 5000;
 const BACKUP_STEP_PAGES = 1024;
 const MERGE_STEP_MS = 5;
 
+/**
+ * An empty file is no database to check, copy or merge: opening it (even read-only) would switch
+ * it to WAL and put -wal and -shm beside it, the database's owner's, mode and all.
+ */
+function refuseEmpty(path: string): void {
+  if (statSync(path).size === 0) throw notHermesFile(path, "it is empty (0 bytes)");
+}
+
 function withConnection<T>(path: string, readonly: boolean, body: (db: Connection) => T): T {
+  refuseEmpty(path);
   const db = openConnection(path, { readonly, busyTimeoutMs: BUSY_TIMEOUT_MS });
   try {
     return body(db);
@@ -25,6 +36,7 @@ function withConnection<T>(path: string, readonly: boolean, body: (db: Connectio
 }
 
 export async function backupDirect(path: string, dest: string, progress: (step: BackupStep) => void): Promise<BackupResult> {
+  refuseEmpty(path);
   const db = openConnection(path, { readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS });
   try {
     db.exec("BEGIN");
@@ -49,7 +61,10 @@ export function checkDirect(path: string, quick: boolean): CheckResult {
   return withConnection(path, true, (db) => checkIntegrity(db, { quick, ftsContent: !quick }));
 }
 
+/** Merges write the file: never one another user owns or may write (issue 23, item 4). */
 export function optimizeDirect(path: string, vacuum: boolean): OptimizeResult {
+  const refusal = writeRefusal(path);
+  if (refusal !== null) throw refusal;
   const bytes = () => statSync(path).size + fileSize(`${path}-wal`);
   const before = bytes();
   const result = withConnection(path, false, (db) => {

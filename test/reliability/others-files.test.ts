@@ -57,6 +57,9 @@ test("another user's empty 0666 state.db in a shared folder: root's serve, impor
   // Autostart says why no daemon can serve it, rather than start one that refuses.
   await openRejects({ path, mode: "daemon", autostart: true }, "PERMISSION", says);
   await openRejects({ path, mode: "auto", autostart: true }, "PERMISSION", says);
+  assertFails(await runCli(path, ["optimize"]), 1, "error PERMISSION: ");
+  assertFails(await runCli(path, ["check"]), 1, "error SCHEMA: ");
+  assertFails(await runCli(path, ["backup", join(dir, "copy.db")]), 1, "error SCHEMA: ");
 
   assert.equal(statSync(path).size, 0, "never initialised");
   assert.deepEqual(readdirSync(dir), ["state.db"], "no -wal, -shm, -journal, lock or socket beside it");
@@ -74,6 +77,7 @@ test("another user's Hermes database: root reads it (CLI and library), every wri
   assert.equal((await runJson<unknown[]>(path, ["--direct", "search", "secret"])).length, 1);
   assertFails(await runCli(path, ["title", "s-root", "mine now"]), 1, "error PERMISSION: setSessionTitle refused: ");
   assertFails(await runCli(path, ["import", "-"], { input: LINE.replace("s-root", "s-two") }), 1, "error PERMISSION: ");
+  assertFails(await runCli(path, ["optimize"]), 1, "error PERMISSION: ");
   const serve = await serveExpectingRefusal(t, path);
   assert.equal(serve.code, 1);
   assert.match(serve.stderr, /^error PERMISSION: cannot serve: .*belongs to uid 65534 \(nobody\) \(mode 0644\)/m);
@@ -123,6 +127,7 @@ test("my own 0666 file: serve and import refuse with PERMISSION (others may writ
   chmodSync(full, 0o664);
   assert.equal((await runJson<unknown[]>(full, ["list"])).length, 1, "still readable");
   assertFails(await runCli(full, ["title", "s-root", "t"]), 1, "error PERMISSION: setSessionTitle refused: ");
+  assertFails(await runCli(full, ["optimize"]), 1, "error PERMISSION: ");
   assert.equal(existsSync(`${full}-wal`) && statSync(`${full}-wal`).size > 0, false, "nothing written");
 
   chmodSync(empty, 0o600);
