@@ -496,3 +496,69 @@ def test_a_version_2_file_is_migrated(tmp: Path, bin_env: Path):
         assert migrated.get_session("existing")["title"] == "Migrated Title"
     finally:
         migrated.close()
+
+
+# -- later cases of upstream's file that hold at schema 6 ----------------------------------------
+
+def test_reasoning_never_on_user_messages_and_empty_reasoning_is_absent(db):
+    db.create_session("s1", "telegram")
+    db.append_message("s1", role="user", content="hi")
+    db.append_message("s1", role="assistant", content="hello", reasoning=None)
+    db.append_message("s1", role="assistant", content="again", reasoning="")
+    assert all("reasoning" not in m for m in db.get_messages_as_conversation("s1"))
+
+
+def test_default_search_covers_every_platform(db):
+    platforms = ("cli", "telegram", "signal", "homeassistant", "acp", "matrix")
+    for src in platforms:
+        db.create_session(f"s-{src}", src)
+        db.append_message(f"s-{src}", role="user", content=f"universal search test from {src}")
+    assert {r["source"] for r in db.search_messages("universal search test")} == set(platforms)
+
+
+def test_search_context_is_the_sessions_own_neighbours(db):
+    db.create_session("s1", "cli")
+    db.create_session("s2", "cli")
+    for sid, role, content in (("s1", "user", "before needle"), ("s2", "user", "other session message"),
+                               ("s1", "assistant", "needle match"), ("s2", "assistant", "another other session message"),
+                               ("s1", "user", "after needle")):
+        db.append_message(sid, role=role, content=content)
+    hit = next(r for r in db.search_messages('"needle match"') if r["session_id"] == "s1" and "needle match" in r["snippet"])
+    assert [m["content"] for m in hit["context"]] == ["before needle", "needle match", "after needle"]
+
+
+@pytest.mark.parametrize("content, query", [
+    ("Run the chat-send command", "chat-send"),
+    ("Working on P2.2 session_search edge cases", "P2.2"),
+    ("See simulate.p2.test.ts for details", "simulate.p2.test.ts"),
+    ("docker networking is complex", '"docker networking"'),
+])
+def test_hyphenated_dotted_and_quoted_terms_are_found(db, content, query):
+    db.create_session("s1", "cli")
+    db.append_message("s1", role="user", content=content)
+    assert len(db.search_messages(query)) >= 1
+
+
+@pytest.mark.parametrize("raw, clean", [
+    ('"exact phrase"', '"exact phrase"'), ("chat-send", '"chat-send"'), ("docker-compose-up", '"docker-compose-up"'),
+    ('"chat-send"', '"chat-send"'), ('"my chat-send thing"', '"my chat-send thing"'), ("P2.2", '"P2.2"'),
+    ("simulate.p2.test.ts", '"simulate.p2.test.ts"'), ('"P2.2"', '"P2.2"'), ("my-app.config.ts", '"my-app.config.ts"'),
+])
+def test_fts5_query_quotes_phrases_hyphens_and_dots(raw, clean):
+    assert SessionDB._sanitize_fts5_query(raw) == clean
+
+
+def test_fts5_query_keeps_phrases_beside_other_terms():
+    s = SessionDB._sanitize_fts5_query
+    assert '"docker networking"' in s('"docker networking" setup')
+    both = s('"hello world" OR "foo bar"')
+    assert '"hello world"' in both and '"foo bar"' in both
+    mixed = s("fix chat-send bug")
+    assert '"chat-send"' in mixed and "fix" in mixed and "bug" in mixed
+
+
+def test_a_content_match_shows_in_its_snippet(db):
+    db.create_session("s1", "cli")
+    db.append_message("s1", role="user", content="Uploading to BUCKETMARKER_CONTENT.")
+    (hit,) = db.search_messages("BUCKETMARKER_CONTENT")
+    assert "BUCKETMARKER_CONTENT" in hit["snippet"]
