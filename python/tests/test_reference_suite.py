@@ -562,3 +562,63 @@ def test_a_content_match_shows_in_its_snippet(db):
     db.append_message("s1", role="user", content="Uploading to BUCKETMARKER_CONTENT.")
     (hit,) = db.search_messages("BUCKETMARKER_CONTENT")
     assert "BUCKETMARKER_CONTENT" in hit["snippet"]
+
+
+def test_cjk_searches(db):
+    db.create_session("s1", "cli")
+    db.create_session("s2", "telegram")
+    db.append_message("s1", role="user", content="昨晚讨论了记忆系统")
+    db.append_message("s2", role="user", content="昨晚的会议纪要已发送")
+    assert {r["session_id"] for r in db.search_messages("昨晚")} == {"s1", "s2"}
+    assert db.search_messages("不存在的词") == []
+    db.append_message("s1", role="user", content="讨论Agent通信协议")
+    assert len(db.search_messages("Agent通信")) == 1
+
+
+def test_cjk_match_deep_in_a_message_is_in_its_snippet_once(db):
+    db.create_session("s1", "cli")
+    db.append_message("s1", role="user", content="这是一段很长的前缀" * 6 + "记忆断裂" + "这是后缀内容" * 6)
+    db.append_message("s1", role="user", content="测试去重逻辑")
+    (hit,) = db.search_messages("记忆断裂")
+    assert "记忆断裂" in hit["snippet"]
+    assert len(db.search_messages("测试")) == 1, "no duplicate of one message"
+
+
+def test_cjk_wildcards_are_literal(db):
+    # (Upstream's later "记忆系统 OR 断裂连接" case needs its trigram index, newer than schema 6:
+    # at schema 6 the reference's LIKE fallback takes the query whole and finds nothing.)
+    db.create_session("s1", "cli")
+    db.create_session("s2", "cli")
+    db.append_message("s1", role="user", content="达成100%完成率")
+    db.append_message("s2", role="user", content="达成100完成率是目标")
+    assert [r["session_id"] for r in db.search_messages("100%完成")] == ["s1"]
+
+
+def test_prune_of_part_of_a_chain_orphans_the_newer_sessions(db):
+    for sid, parent, reason in (("A", None, "compressed"), ("B", "A", "compressed"), ("C", "B", "compressed"),
+                                ("D", "C", "done")):
+        db.create_session(sid, "cli", parent_session_id=parent)
+        db.end_session(sid, end_reason=reason)
+    for sid, days in (("A", 200), ("B", 200), ("C", 10), ("D", 10)):
+        backdate(db, sid, days)
+    assert db.prune_sessions(older_than_days=90) == 2
+    assert db.get_session("A") is None and db.get_session("B") is None
+    assert db.get_session("C")["parent_session_id"] is None and db.get_session("D")["parent_session_id"] == "C"
+
+
+def test_prune_of_a_whole_old_chain(db):
+    for sid, parent in (("X", None), ("Y", "X"), ("Z", "Y")):
+        db.create_session(sid, "cli", parent_session_id=parent)
+        db.end_session(sid, end_reason="done")
+        backdate(db, sid, 200)
+    assert db.prune_sessions(older_than_days=90) == 3
+    assert all(db.get_session(sid) is None for sid in "XYZ")
+
+
+def test_delete_orphans_the_children(db):
+    db.create_session("parent", "cli")
+    db.create_session("child", "cli", parent_session_id="parent")
+    db.create_session("grandchild", "cli", parent_session_id="child")
+    assert db.delete_session("parent") is True
+    assert db.get_session("child")["parent_session_id"] is None
+    assert db.get_session("grandchild")["parent_session_id"] == "child"
