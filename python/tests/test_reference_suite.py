@@ -585,8 +585,8 @@ def test_cjk_match_deep_in_a_message_is_in_its_snippet_once(db):
 
 
 def test_cjk_wildcards_are_literal(db):
-    # (Upstream's later "记忆系统 OR 断裂连接" case needs its trigram index, newer than schema 6:
-    # at schema 6 the reference's LIKE fallback takes the query whole and finds nothing.)
+    # (Upstream's later "记忆系统 OR 断裂连接" case relies on the trigram index its later schemas
+    # add, newer than schema 6: left out.)
     db.create_session("s1", "cli")
     db.create_session("s2", "cli")
     db.append_message("s1", role="user", content="达成100%完成率")
@@ -622,3 +622,12 @@ def test_delete_orphans_the_children(db):
     assert db.delete_session("parent") is True
     assert db.get_session("child")["parent_session_id"] is None
     assert db.get_session("grandchild")["parent_session_id"] == "child"
+
+
+def test_opening_the_file_again_changes_no_column(db, served):
+    columns = {r[1] for r in db._conn.execute("PRAGMA table_info(messages)")}
+    again = SessionDB(db_path=served.db, autostart=False)
+    try:
+        assert {r[1] for r in again._conn.execute("PRAGMA table_info(messages)")} == columns
+    finally:
+        again.close()
