@@ -3,7 +3,7 @@
  * and `openSessionDB({ autostart: true })` starts one when none answers.
  */
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -16,6 +16,7 @@ import { openSessionDB, type SessionDB } from "../src/index.js";
 import { expectCode } from "./contract/fixture.js";
 import { CLI, freshDbPath, killAndWait, waitUntilServing } from "./helpers/daemon.js";
 import { Child, isAlive } from "./helpers/processes.js";
+import { removeTree } from "./helpers/temp-dir.js";
 
 test("serve --idle-exit: keeps serving while a client is connected, then exits 0 once none is", async (t) => {
   const dbPath = freshDbPath(t);
@@ -71,7 +72,7 @@ test("autostart: no daemon answers, so one is started detached with --idle-exit 
   t.after(async () => {
     for (const handle of handles) await handle.close();
     await stopDaemon(dbPath);
-    rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   });
   const db = await openSessionDB({ path: dbPath, mode: "daemon", autostart: true });
   handles.push(db);
@@ -146,7 +147,7 @@ function restoringEnv(t: TestContext, name: string): void {
 test("an autostarted daemon leaves once its last client closed: gone within its idle spell, checkpointed, its files removed, the database intact", async (t) => {
   withBin(t, undefined);
   const dir = mkdtempSync("/tmp/sdb-");
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(() => removeTree(dir));
   const dbPath = join(dir, "state.db");
   const db = await openSessionDB({ path: dbPath, mode: "daemon", autostart: true, autostartIdleExitMs: 1000 });
   assert.ok(db.daemon !== null);

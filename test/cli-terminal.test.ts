@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { before, after, describe, test } from "node:test";
 import { displayWidth } from "../src/cli/table-layout.js";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { openSessionDB } from "../src/index.js";
 import { runCli } from "./helpers/cli.js";
 import { runCliOnPty, stripColors } from "./helpers/pty.js";
-import { tempDir } from "./helpers/temp-dir.js";
+import { tempDir, removeTree } from "./helpers/temp-dir.js";
 
 const BASE_TITLE = "migrating the session store to the new schema";
 const IDS = Array.from({ length: 12 }, (_, i) => `20260901_1430${String(10 + i).padStart(2, "0")}_a1b2c${i % 10}`);
@@ -41,7 +41,7 @@ describe("list on a terminal and through a pipe", () => {
     }
   });
 
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(() => removeTree(dir));
 
   for (const columns of [80, 60]) {
     test(`at ${columns} columns: each id is its shortest unique prefix, each title keeps its #N, no line is wider`, async () => {

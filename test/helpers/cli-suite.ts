@@ -4,13 +4,14 @@
  * The output a person reads is checked for what they rely on; the `--json` shapes exactly.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { RichSessionRow, SearchHit, SessionExport } from "../../src/index.js";
 import { assertFails, runCli, runJson, SEED, seedDatabase, ServeProcess } from "./cli.js";
 import { runCliOnPty, stripColors } from "./pty.js";
+import { removeTree } from "./temp-dir.js";
 
 export type Mode = "direct" | "daemon";
 
@@ -45,7 +46,7 @@ export function cliSuite(mode: Mode): void {
 
     after(async () => {
       await Promise.all(daemons.map((d) => d.stop()));
-      rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     });
 
     test("every command takes the expected path: the daemon when one serves, else the file", async () => {

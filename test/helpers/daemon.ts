@@ -3,7 +3,7 @@
  * temp dir under /tmp (socket paths must stay short), waited for until it answers `hello`, and
  * stopped (SIGTERM) or killed (SIGKILL) by pid.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,7 @@ import { openSessionDB, type OpenOptions, type SessionDB } from "../../src/index
 import type { DaemonControl, DaemonStats, HelloResult } from "../../src/protocol/control.js";
 import { probeDaemon } from "../../src/protocol/probe.js";
 import { Child, sourceFixture, spawnPython, type Finished } from "./processes.js";
+import { removeTree } from "./temp-dir.js";
 
 /** The compiled CLI: `dist/src/cli/main.js`. */
 export const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
@@ -25,7 +26,7 @@ const START_LIMIT_MS = 120_000;
 /** A temp dir directly under /tmp (whatever TMPDIR says), removed when the test ends. */
 export function shortTempDir(t: TestContext): string {
   const dir = mkdtempSync("/tmp/sdb-");
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(() => removeTree(dir));
   return dir;
 }
 
