@@ -187,6 +187,8 @@ class Operations:
         msg = optional(role=text(role, "role"), content=text(content, "content"), toolName=text(tool_name, "tool_name"),
                        toolCallId=text(tool_call_id, "tool_call_id"), tokenCount=integer(token_count, "token_count"),
                        finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"))
+        if "tokenCount" in msg and type(msg["tokenCount"]) is not int:  # 5.5, "abc", bytes: as the reference stores them
+            msg["tokenCountBound"] = msg.pop("tokenCount")
         with_json(msg, "toolCalls", tool_calls)
         with_json(msg, "reasoningDetails", reasoning_details)
         with_json(msg, "codexReasoningItems", codex_reasoning_items)

@@ -87,3 +87,33 @@ def test_bytes_for_a_text_column_are_refused_as_sqlite3_programming_error(db: Se
             call()
         assert isinstance(caught.value, InvalidArgumentError) and "decode" in str(caught.value)
     assert db.message_count() == 0 and db.session_count() == 1
+
+
+MESSAGE_COUNTS = "SELECT token_count, typeof(token_count) FROM messages ORDER BY id"
+
+
+@sqlite_only
+def test_odd_message_token_counts_are_stored_as_the_references_insert_stores_them(db: SessionDB, tmp: Path):
+    values = [5.5, "abc", b"\x01", "7", 3.0, None, 12, "2.5"]
+    reference = sqlite3.connect(str(tmp / "reference.db"), isolation_level=None)
+    reference.executescript(SCHEMA_V6)
+    reference.execute("INSERT INTO sessions (id, source, started_at) VALUES ('s', 'cli', 1.0)")
+    db.create_session("s", "cli")
+    for value in values:
+        db.append_message("s", "assistant", "x", token_count=value)
+        reference.execute("INSERT INTO messages (session_id, role, content, timestamp, token_count)"
+                          " VALUES ('s', 'assistant', 'x', 1.0, ?)", (value,))
+    expected = [tuple(r) for r in reference.execute(MESSAGE_COUNTS)]
+    reference.close()
+    assert [tuple(r) for r in db._conn.execute(MESSAGE_COUNTS)] == expected
+    assert expected[:3] == [(5.5, "real"), ("abc", "text"), (b"\x01", "blob")], "the premise"
+    assert [m["token_count"] for m in db.get_messages("s")][:2] == [5.5, "abc"]
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_a_fractional_message_token_count_on_postgresql_is_refused_and_nothing_written(db: SessionDB):
+    db.create_session("s", "cli")
+    with pytest.raises(InvalidArgumentError) as caught:
+        db.append_message("s", "user", "x", token_count=5.5)
+    assert "BIGINT" in str(caught.value)
+    assert db.message_count("s") == 0 and db.get_session("s")["message_count"] == 0

@@ -22,7 +22,7 @@ export const MAX_LIMIT = 100_000;
 
 export type Args = readonly unknown[];
 
-export function describe(value: unknown): string {
+function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "string" ? "a string" : `${typeof value}`;
@@ -93,6 +93,25 @@ export function optCount(value: unknown, name: string): number | null | undefine
   if (n === undefined || n === null) return n;
   if (!Number.isSafeInteger(n)) throw invalidArgument(`${name} must be an integer within ±(2^53 - 1), got ${n}`);
   return n;
+}
+
+/**
+ * `<counter>Bound` (`usage.inputTokensBound`…, `msg.tokenCountBound`): a count the Python client
+ * sends as the reference's sqlite3 binds it (a non-whole number, a text or bytes:
+ * `update_token_counts(sid, input_tokens=5.5)`, `append_message(…, token_count="abc")`), for the
+ * reference's SQL to store as it does (5.5 a REAL, `'abc'` a TEXT, bytes a BLOB in the INTEGER
+ * column). Only these fields take them: the plain count keeps its integer rule for every other
+ * caller. Null when absent.
+ */
+export function optBoundCount(value: unknown, name: string): number | string | Uint8Array | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "string") return str(value, name);
+  if (value instanceof Uint8Array) {
+    if (value.length > MAX_NAME_LENGTH) throw invalidArgument(`${name} must be at most ${MAX_NAME_LENGTH} bytes, got ${value.length}`);
+    return value;
+  }
+  throw invalidArgument(`${name} must be a finite number, a string or bytes, got ${describe(value)}`);
 }
 
 /** A non-negative integer with a default, at most `max`. */

@@ -1,7 +1,7 @@
 /** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
-  checkTotalText, field, jsonColumn, nonEmpty, optInteger, optObject, optStr, optText, str, type Args,
+  checkTotalText, field, jsonColumn, nonEmpty, optBoundCount, optInteger, optObject, optStr, optText, str, type Args,
 } from "./args.js";
 import { now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -25,6 +25,8 @@ export const appendMessage = write(
       toolCalls: toolCalls.text,
       toolName: optStr(field(msg, "toolName"), "msg.toolName"),
       tokenCount: optInteger(field(msg, "tokenCount"), "msg.tokenCount"),
+      // The reference's own bind of token_count (optBoundCount), replacing tokenCount when given.
+      tokenCountBound: optBoundCount(field(msg, "tokenCountBound"), "msg.tokenCountBound"),
       finishReason: optStr(field(msg, "finishReason"), "msg.finishReason"),
       reasoning: optText(field(msg, "reasoning"), "msg.reasoning"),
       reasoningDetails: jsonColumn(msg, "reasoningDetails", "msg").text,
@@ -41,7 +43,7 @@ export const appendMessage = write(
          token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCount,
+      p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCountBound ?? p.tokenCount,
       p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems,
     );
     sql(db, "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?").run(

@@ -2,8 +2,8 @@
 import { invalidArgument, type SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
 import {
-  checkTotalText, count, describe, field, jsonColumn, MAX_NAME_LENGTH, nonEmpty, optBool, optCount, optNumber, optObject, optStr, optText,
-  str,
+  checkTotalText, count, field, jsonColumn, nonEmpty, optBool, optBoundCount, optCount, optNumber, optObject, optStr,
+  optText, str,
 } from "./args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -131,24 +131,6 @@ const TOKEN_OVERFLOW_SQL = `SELECT ${TOKEN_FIELDS.map(([, col]) => {
   return `CASE WHEN ${p} >= 0 THEN ${col} > 9223372036854775807 - ${p} ELSE ${col} < -9223372036854775808 - ${p} END AS ${col}`;
 }).join(", ")} FROM sessions WHERE id = @id`;
 
-/**
- * `usage.<key>Bound`: a token count the Python client sends as the reference's sqlite3 binds it
- * (a non-whole number, a text or bytes: `update_token_counts(sid, input_tokens=5.5)`), for the
- * reference's SQL to store as it does (5.5 a REAL, `'abc'` a TEXT, bytes a BLOB in the INTEGER
- * column). Only that field takes them: `usage.<key>` keeps its integer rule for every other caller.
- * Null when absent.
- */
-function boundCount(value: unknown, name: string): number | string | Uint8Array | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value === "number" && Number.isFinite(value)) return value;
-  if (typeof value === "string") return str(value, name);
-  if (value instanceof Uint8Array) {
-    if (value.length > MAX_NAME_LENGTH) throw invalidArgument(`${name} must be at most ${MAX_NAME_LENGTH} bytes, got ${value.length}`);
-    return value;
-  }
-  throw invalidArgument(`${name} must be a finite number, a string or bytes, got ${describe(value)}`);
-}
-
 /** The refusal of a counter addition that would pass ±2^63 (the same words on PostgreSQL). */
 export function counterOverflow(key: string, value: unknown): SessionDBError {
   return invalidArgument(
@@ -162,7 +144,7 @@ export const updateTokenCounts = write(
     const opts = optObject(args[2], "opts");
     const params: Record<string, string | number | Uint8Array | null> = { id: str(args[0], "id") };
     for (const [key, col] of TOKEN_FIELDS) {
-      const bound = boundCount(field(usage, `${key}Bound`), `usage.${key}Bound`);
+      const bound = optBoundCount(field(usage, `${key}Bound`), `usage.${key}Bound`);
       const value = bound === null ? optCount(field(usage, key), `usage.${key}`) : 0;
       params[col] = value === undefined ? 0 : value; // left out counts as 0; an explicit null writes NULL
       params[`${col}_bound`] = bound;

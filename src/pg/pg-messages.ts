@@ -1,4 +1,5 @@
 /** Messages, the rich listing, compression chains and per-source counts on PostgreSQL (SPEC §3). */
+import { invalidArgument } from "../errors.js";
 import { now } from "../engine/connection.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../engine/rows.js";
 import { PROJECTED, preview } from "../engine/listing.js";
@@ -69,6 +70,12 @@ async function project(db: PgQueryable, root: RichSessionRow): Promise<RichSessi
 
 export const messageRunners = {
   async appendMessage(db, p) {
+    if (p.tokenCountBound !== null) {
+      // A REAL, TEXT or BLOB token count (the reference's SQLite keeps one) has no BIGINT equivalent.
+      throw invalidArgument(
+        `msg.tokenCountBound: PostgreSQL stores token counts as BIGINT; ${String(p.tokenCountBound)} is not a whole number of tokens`,
+      );
+    }
     // One statement, one round trip: the insert and the counters (a missing session fails the
     // insert's foreign key, so nothing is counted).
     const inserted = await one<{ id: number }>(
