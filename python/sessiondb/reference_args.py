@@ -118,9 +118,19 @@ def text_list(values: Any, name: str) -> Any:
 MAX_LIMIT = 100_000
 
 
+def _whole(value: Any, name: str) -> Any:
+    """``LIMIT ?`` / ``OFFSET ?`` take what INTEGER affinity makes an integer (``"5"``, 5.0);
+    anything else (5.5, ``"abc"``, bytes) SQLite refuses with "datatype mismatch", which sqlite3
+    raises as ``IntegrityError``."""
+    value = integer(value, name)
+    if value is not None and type(value) is not int:
+        raise refused(name, sqlite3.IntegrityError(f"datatype mismatch ({value!r})"))
+    return value
+
+
 def limit(value: Any, name: str) -> Any:
     """``LIMIT ?``: a negative limit is no limit in SQLite (at most MAX_LIMIT rows here)."""
-    value = integer(value, name)
+    value = _whole(value, name)
     if isinstance(value, int) and value < 0:
         return MAX_LIMIT
     return value
@@ -128,7 +138,7 @@ def limit(value: Any, name: str) -> Any:
 
 def offset(value: Any, name: str) -> Any:
     """``OFFSET ?``: SQLite treats a negative offset as 0."""
-    value = integer(value, name)
+    value = _whole(value, name)
     if isinstance(value, int) and value < 0:
         return 0
     return value

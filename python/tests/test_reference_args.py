@@ -117,3 +117,15 @@ def test_a_fractional_message_token_count_on_postgresql_is_refused_and_nothing_w
         db.append_message("s", "user", "x", token_count=5.5)
     assert "BIGINT" in str(caught.value)
     assert db.message_count("s") == 0 and db.get_session("s")["message_count"] == 0
+
+
+def test_a_limit_or_offset_sqlite_cannot_take_is_sqlite3_integrity_error(db: SessionDB):
+    db.create_session("s", "cli")
+    for kwargs in ({"limit": "abc"}, {"limit": 5.5}, {"offset": "2.5"}, {"offset": b"1"}):
+        with pytest.raises(sqlite3.IntegrityError) as caught:
+            db.search_sessions(**kwargs)
+        assert isinstance(caught.value, InvalidArgumentError) and "datatype mismatch" in str(caught.value)
+    with pytest.raises(sqlite3.IntegrityError):
+        db.list_sessions_rich(limit="x")
+    # What INTEGER affinity makes whole is taken, as SQLite takes it.
+    assert [s["id"] for s in db.search_sessions(limit="5", offset=0.0)] == ["s"]
