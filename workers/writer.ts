@@ -121,8 +121,8 @@ function maintenanceBusy(): boolean {
 function startMaintenance(conn: Connection): void {
   const next = maintenanceQueue.shift()!;
   // Nothing more is written (or copied) once the WAL is not ours.
-  if (walLost !== null || !walStillOurs(conn, false)) {
-    maintained(next.id, { ok: false, error: walLostError(walLost!) });
+  if (walLost !== null || fileReplaced || !walStillOurs(conn, false)) {
+    maintained(next.id, { ok: false, error: notOursError() });
     return;
   }
   switch (next.task.kind) {
@@ -194,7 +194,7 @@ function mergeStep(conn: Connection): void {
   let more: boolean;
   try {
     more = ftsMergeStep(conn, table as (typeof MERGED_INDEXES)[number], m.pace.pages);
-    if (!walStillOurs(conn)) throw walLostError(walLost!);
+    if (!walStillOurs(conn)) throw notOursError();
     tx.commit.run();
   } catch (err) {
     if (conn.inTransaction) tx.rollback.run();
@@ -274,7 +274,7 @@ function watchWalFiles(): WalFiles | null {
  * acknowledged writes with it.
  */
 function walStillOurs(conn: Connection, locked = true): boolean {
-  if (walLost !== null) return false;
+  if (walLost !== null || fileReplaced) return false;
   let loss = walFiles?.check() ?? null;
   if (loss !== null && !locked) {
     // Without the write lock another process may be resetting the WAL (a TRUNCATE checkpoint
@@ -283,6 +283,12 @@ function walStillOurs(conn: Connection, locked = true): boolean {
     loss = walFiles?.check() ?? null;
   }
   if (loss === null) return true;
+  if (loss.kind === "removed" && !stillServed(config.path, config.identity)) {
+    // The database itself is gone (its folder removed, or it was replaced): the file watch's
+    // case (exit 0 when removed, 1 when replaced), not the WAL's. Nothing more is written.
+    fileReplaced = true;
+    return false;
+  }
   walLost = loss;
   let line = loss.message;
   if (loss.kind === "truncated") {
@@ -300,6 +306,11 @@ function walStillOurs(conn: Connection, locked = true): boolean {
 /** An unlinked WAL is copied into the database at once (outside any transaction: a checkpoint cannot run in one). */
 function salvageWal(conn: Connection): void {
   if (walLost?.kind === "removed" && !conn.inTransaction) checkpoint(conn, "PASSIVE", false);
+}
+
+/** Why a write is refused once the WAL (or the database) is not ours. */
+function notOursError(): SessionDBError {
+  return walLost !== null ? walLostError(walLost) : replaced();
 }
 
 function walLostError(loss: WalLoss): SessionDBError {
@@ -430,8 +441,8 @@ function runBatch(conn: Connection): boolean {
       if (!walStillOurs(conn)) {
         tx.rollback.run();
         salvageWal(conn);
-        const loss = walLost!;
-        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, walLostError(loss))));
+        const err = notOursError();
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
       } else {
         tx.commit.run();
         if (!stillServed(config.path, config.identity)) {
@@ -510,11 +521,11 @@ function idleCatchUp(conn: Connection): boolean {
       let again = more;
       if (!more && cjkSweep) again = cjkSweep = sweepCjkIndex(conn);
       // Rolled back (by the throw) rather than committed into a WAL that is no longer ours.
-      if (!walStillOurs(conn)) throw walLostError(walLost!);
+      if (!walStillOurs(conn)) throw notOursError();
       return again;
     });
   } catch (err) {
-    if (walLost !== null) {
+    if (walLost !== null || fileReplaced) {
       salvageWal(conn);
       return false;
     }
