@@ -22,6 +22,8 @@ export interface ServeSpec {
   /** Reader threads; left out, the daemon picks its default pool. */
   readers?: number;
   walLimitMb?: number;
+  /** Passed as `--reader-idle` (seconds). */
+  readerIdleSeconds?: number;
   /** Passed as `--socket`. */
   socketPath?: string;
   /** Where the daemon will listen by itself, when that is not `<db>.sock` (not passed on). */
@@ -37,6 +39,7 @@ export async function serve(t: TestContext, dbPath: string, spec: ServeSpec = {}
   const args = [CLI, "--db", dbPath, "serve"];
   if (spec.readers !== undefined) args.push("--readers", String(spec.readers));
   if (spec.walLimitMb !== undefined) args.push("--wal-limit-mb", String(spec.walLimitMb));
+  if (spec.readerIdleSeconds !== undefined) args.push("--reader-idle", String(spec.readerIdleSeconds));
   if (spec.socketPath !== undefined) args.push("--socket", spec.socketPath);
   const child = new Child(process.execPath, args, { env: { ...process.env, ...spec.env } });
   t.after(async () => {
