@@ -8,9 +8,9 @@ import functools
 import os
 import socket
 import time
-import weakref
 from typing import Any, AsyncIterator, Dict, List, Optional
 
+from . import forks
 from .autostart import IDLE_EXIT_S
 from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
@@ -183,18 +183,6 @@ class AsyncConnection:
             pass
 
 
-_async_handles: "weakref.WeakSet[AsyncSessionDB]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for handle in list(_async_handles):
-        handle._forget_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class AsyncSessionDB(Operations):
     """The asyncio twin of SessionDB: every method is a coroutine; calls from many tasks share one
     pipelined connection. Connects on first use, or ``await db.connect()``, or ``async with``.
@@ -208,7 +196,7 @@ class AsyncSessionDB(Operations):
         self._connection: Optional[AsyncConnection] = None
         self._connecting: Optional[asyncio.Lock] = None
         self._closed = False
-        _async_handles.add(self)
+        forks.track(self)
 
     def _forget_after_fork(self) -> None:
         """In a forked child (os.register_at_fork): the inherited connection and lock belong to
@@ -313,7 +301,7 @@ class AsyncSessionDB(Operations):
         if connection is not None:
             await connection.wait_idle()
             await connection.close()
-        _async_handles.discard(self)
+        forks.untrack(self)
 
     async def __aenter__(self) -> "AsyncSessionDB":
         return await self.connect()

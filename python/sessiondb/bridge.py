@@ -24,12 +24,11 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from .file_connection import _abandoned, open_file_connection
+from .immediate_write import write_immediately
 
 SCHEMA_VERSION = 6
-# The reference's write retry: a 1 s busy timeout, then 15 attempts 20-150 ms apart.
+# The reference's write retry: a 1 s busy timeout, then write_immediately's attempts.
 BUSY_TIMEOUT_S = 1.0
-WRITE_ATTEMPTS = 15
-RETRY_MIN_S, RETRY_MAX_S = 0.020, 0.150
 # Longer strings go to the daemon, which checks them against its size limits.
 MAX_DIRECT_TEXT = 1_000_000
 MAX_NAME = 4096
@@ -389,26 +388,7 @@ class Bridge:
 
     @staticmethod
     def _write(conn: sqlite3.Connection, fn: Any, args: List[Any]) -> Any:
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as err:
-                text = str(err).lower()
-                if ("locked" in text or "busy" in text) and attempt < WRITE_ATTEMPTS - 1:
-                    import random  # only when the file is locked
-
-                    time.sleep(random.uniform(RETRY_MIN_S, RETRY_MAX_S))
-                    continue
-                raise
-            try:
-                result = fn(conn, args)
-                conn.execute("COMMIT")
-                return result
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        raise Daemon()
+        return write_immediately(conn, lambda c: fn(c, args))
 
     def abandon_after_fork(self) -> None:
         """In a forked child: the parent's connection is kept, never used or closed here (closing

@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
 
+from . import forks
 from .autostart import IDLE_EXIT_S, autostart_disabled, daemon_command, start_daemon
 from .bridge import Bridge, Daemon
 from .connection import Connection, Lost, NoDaemon
@@ -15,6 +15,7 @@ from .errors import ClosedError, FilePermissionError, InvalidArgumentError, Unav
 from .file_connection import FileConnection
 from .operations import READ, Operations
 from .file_guard import daemon_holds, remove_stale_lock
+from .immediate_write import write_immediately
 from .paths import (
     candidate_sockets, check_regular_file, database_identity, default_database_path, default_socket_path,
     identity_lock_path, write_refusal,
@@ -211,19 +212,6 @@ class Attempts:
 
 _NOT_BRIDGED = object()
 
-# Every open handle, so that a forked child can drop the connections it inherited.
-_handles: "weakref.WeakSet[SessionDB]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for handle in list(_handles):
-        handle._forget_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class SessionDB(Operations):
     """The session store of a Hermes agent, served by the sessiondb daemon. Thread-safe: every
     thread may call at once; the calls share one pipelined connection. Fork-safe: a child
@@ -246,7 +234,7 @@ class SessionDB(Operations):
         # does (bridge.py). Its lock orders the calls around the move.
         self._bridge: Optional[Bridge] = None
         self._bridge_lock = threading.Lock()
-        _handles.add(self)
+        forks.track(self)
         deadline = time.monotonic() + self._target.timeout
         if not self._start_bridged(deadline):
             self._connected(deadline)
@@ -315,36 +303,8 @@ class SessionDB(Operations):
     # The reference's write helper, for code that calls it past the public API: ``fn(conn)``
     # inside BEGIN IMMEDIATE on ``_conn``, retried with 20-150 ms of jitter while the file is
     # locked, 15 attempts, under ``_lock``.
-    _WRITE_MAX_RETRIES = 15
-    _WRITE_RETRY_MIN_S = 0.020
-    _WRITE_RETRY_MAX_S = 0.150
-
     def _execute_write(self, fn: Any) -> Any:
-        import random
-        import sqlite3
-
-        conn = self._file.get(self._served_name)
-        last: Optional[Exception] = None
-        for attempt in range(self._WRITE_MAX_RETRIES):
-            try:
-                with self._lock:
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        result = fn(conn)
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
-                return result
-            except sqlite3.OperationalError as err:
-                text = str(err).lower()
-                if ("locked" in text or "busy" in text) and attempt < self._WRITE_MAX_RETRIES - 1:
-                    last = err
-                    time.sleep(random.uniform(self._WRITE_RETRY_MIN_S, self._WRITE_RETRY_MAX_S))
-                    continue
-                raise
-        raise last or sqlite3.OperationalError("database is locked after max retries")
+        return write_immediately(self._file.get(self._served_name), fn, self._lock)
 
     def _forget_after_fork(self) -> None:
         """In a forked child (os.register_at_fork): the inherited socket is the parent's
@@ -424,7 +384,7 @@ class SessionDB(Operations):
             connection.wait_idle()
             connection.close()
         self._file.close()
-        _handles.discard(self)
+        forks.untrack(self)
 
     def __enter__(self) -> "SessionDB":
         return self
