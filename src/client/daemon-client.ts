@@ -2,7 +2,8 @@ import type { Socket } from "node:net";
 import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import { isWriteOp, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
-import { decodeBody, FrameDecoder } from "../protocol/frame-codec.js";
+import { decodeBody } from "../protocol/frame-codec.js";
+import { FrameDecoder } from "../protocol/frame-decoder.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import type {
   BackupResult,

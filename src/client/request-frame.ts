@@ -1,7 +1,9 @@
 import { invalidArgument } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
 import type { ControlOp } from "../protocol/control.js";
-import { checkPlainMessagePack, DEFAULT_MAX_FRAME_BYTES, encodeFrame, HEADER_BYTES } from "../protocol/frame-codec.js";
+import { encodeFrame } from "../protocol/frame-codec.js";
+import { DEFAULT_MAX_FRAME_BYTES, HEADER_BYTES } from "../protocol/frame-limits.js";
+import { checkPlainMessagePack } from "../protocol/plain-msgpack-validator.js";
 
 /**
  * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set

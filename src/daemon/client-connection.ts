@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
-import { decodeBody, encodeFrame, FrameDecoder } from "../protocol/frame-codec.js";
+import { decodeBody, encodeFrame } from "../protocol/frame-codec.js";
+import { FrameDecoder } from "../protocol/frame-decoder.js";
 import type { BodyPool } from "../protocol/body-pool.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
 import { markReals } from "../protocol/wire-reals.js";

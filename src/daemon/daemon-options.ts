@@ -5,7 +5,7 @@ import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
 import { daemonLog, type DaemonLog } from "./daemon-log.js";
 import { parseMetricsAddress, type MetricsAddress } from "./metrics-server.js";
-import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-codec.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-limits.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 
 export interface DaemonOptions {

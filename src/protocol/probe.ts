@@ -1,5 +1,6 @@
 import { connect } from "node:net";
-import { decodeBody, encodeFrame, FrameDecoder } from "./frame-codec.js";
+import { decodeBody, encodeFrame } from "./frame-codec.js";
+import { FrameDecoder } from "./frame-decoder.js";
 import type { HelloResult } from "./control.js";
 import { PROTOCOL_VERSION } from "./messages.js";
 

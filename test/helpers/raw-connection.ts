@@ -4,7 +4,8 @@
  */
 import { connect, type Socket } from "node:net";
 import type { TestContext } from "node:test";
-import { decodeBody, encodeFrame, FrameDecoder } from "../../src/protocol/frame-codec.js";
+import { decodeBody, encodeFrame } from "../../src/protocol/frame-codec.js";
+import { FrameDecoder } from "../../src/protocol/frame-decoder.js";
 
 export type Reply = Record<string, unknown> & { id: number };
 

@@ -4,7 +4,8 @@
  */
 import { connect } from "node:net";
 import { ERROR_CODES } from "../../src/index.js";
-import { decodeBody, FrameDecoder } from "../../src/protocol/frame-codec.js";
+import { decodeBody } from "../../src/protocol/frame-codec.js";
+import { FrameDecoder } from "../../src/protocol/frame-decoder.js";
 import { anyFrame, closeFrame, replyFrame, Rng, sentinel, waitFrame, type Expect, type FuzzFrame } from "./fuzz-frames.js";
 
 const SENTINEL_ID = 0xfffffff0;

@@ -10,7 +10,8 @@ import { connect } from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
-import { decodeBody, encodeFrame, FrameDecoder } from "../../src/protocol/frame-codec.js";
+import { decodeBody, encodeFrame } from "../../src/protocol/frame-codec.js";
+import { FrameDecoder } from "../../src/protocol/frame-decoder.js";
 import { mib, rssBytes, serve } from "./harness.js";
 
 const REQUESTS = 5000;
