@@ -1,0 +1,189 @@
+/**
+ * The group commit: everything queued (up to `maxBatch` requests, for at most `maxBatchMs`) runs
+ * in one `BEGIN IMMEDIATE` transaction with a savepoint per request: a failing request rolls back
+ * alone and gets its own error. Outcomes go back to the main thread only after COMMIT, so an
+ * acknowledged write is durable. Requests whose deadline passes before they start are answered
+ * TIMEOUT and never applied.
+ */
+import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
+import { newerSchemaError } from "../src/engine/database-file.js";
+import { runOperation } from "../src/engine/operations.js";
+import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";
+import type { CjkUpkeep } from "./cjk-upkeep.js";
+import type { FaultInjection } from "./fault-injection.js";
+import { walLostError, type FileGuard } from "./file-guard.js";
+import type { WalUpkeep } from "./wal-upkeep.js";
+import type { WriterContext } from "./writer-context.js";
+
+function fail(job: WriteJob, err: unknown): WriteOutcome {
+  return { seq: job.seq, ok: false, error: toWireError(err) };
+}
+
+function expiredError(job: WriteJob): SessionDBError {
+  return new SessionDBError("TIMEOUT", `${job.op} was not started before its deadline; it was not applied`);
+}
+
+export class GroupCommit {
+  readonly #ctx: WriterContext;
+  readonly #guard: FileGuard;
+  readonly #wal: WalUpkeep;
+  readonly #cjk: CjkUpkeep;
+  readonly #faults: FaultInjection;
+  /** [first, last] seq of the batch being committed and not yet answered; [0, 0] otherwise. */
+  readonly #committing: Float64Array;
+  readonly #queue: WriteJob[] = [];
+
+  constructor(ctx: WriterContext, guard: FileGuard, wal: WalUpkeep, cjk: CjkUpkeep, faults: FaultInjection) {
+    this.#ctx = ctx;
+    this.#guard = guard;
+    this.#wal = wal;
+    this.#cjk = cjk;
+    this.#faults = faults;
+    this.#committing = new Float64Array(ctx.config.committing);
+  }
+
+  /** Requests wait in the queue. */
+  get waiting(): boolean {
+    return this.#queue.length > 0;
+  }
+
+  enqueue(jobs: WriteJob[]): void {
+    for (const job of jobs) this.#queue.push(job);
+  }
+
+  /** One group commit. False when another process holds the write lock (the jobs stay queued). */
+  run(): boolean {
+    const { conn, config } = this.#ctx;
+    const queue = this.#queue;
+    if (this.#guard.fileReplaced) {
+      this.#unapplied(queue.splice(0).map((j) => fail(j, this.#guard.replacedError())));
+      return true;
+    }
+    const walLost = this.#guard.walLost;
+    if (walLost !== null) {
+      this.#unapplied(queue.splice(0).map((j) => fail(j, walLostError(walLost))));
+      return true;
+    }
+    const version = this.#ctx.newerVersion;
+    if (version !== null) {
+      this.#unapplied(queue.splice(0).map((j) => fail(j, newerSchemaError(config.path, version, j.op))));
+      return true;
+    }
+    const tx = this.#ctx.tx!;
+    const live = this.#dropExpired(queue.splice(0, config.maxBatch));
+    let jobs = this.#acquireLock(live);
+    if (jobs === null) {
+      queue.unshift(...live);
+      return false;
+    }
+    if (jobs.length === 0) return true;
+    const lockedAt = performance.now();
+    const outcomes: WriteOutcome[] = [];
+    let done = 0;
+    for (const job of jobs) {
+      if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
+      // Checked again as each request starts: the ones before it in the batch took time.
+      outcomes.push(Date.now() < job.deadline ? this.#apply(job) : fail(job, expiredError(job)));
+      done++;
+      if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
+    }
+    queue.unshift(...jobs.slice(done));
+    jobs = jobs.slice(0, done);
+    if (conn.inTransaction) this.#cjk.afterBatch(jobs, lockedAt);
+    const commitStart = performance.now();
+    if (conn.inTransaction) {
+      // Until these outcomes are posted, a death of this thread leaves their fate unknown.
+      this.#committing[0] = jobs[0]?.seq ?? 0;
+      this.#committing[1] = jobs.at(-1)?.seq ?? 0;
+      try {
+        // Checked under the write lock, before COMMIT writes: a WAL cut short would get frames
+        // past a hole, unseen by any size check afterwards.
+        if (!this.#guard.stillOurs()) {
+          tx.rollback.run();
+          this.#wal.salvage();
+          const err = this.#guard.notOursError();
+          outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
+        } else {
+          tx.commit.run();
+          if (!this.#guard.stillServed()) {
+            outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, this.#guard.replacedError())));
+          }
+        }
+      } catch (err) {
+        if (conn.inTransaction) tx.rollback.run();
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
+      }
+    } else {
+      // Nothing of this transaction survived: no request in it may be acknowledged.
+      const cause = outcomes.findLast((o) => !o.ok);
+      const err = cause && !cause.ok ? cause.error : { code: "IO" as const, message: "the transaction was rolled back" };
+      outcomes.splice(0, outcomes.length, ...jobs.map((j) => ({ seq: j.seq, ok: false as const, error: err })));
+    }
+    const end = performance.now();
+    if (outcomes.some((o) => !o.ok && o.error.code === "IO")) this.#wal.reclaimSoon();
+    this.#faults.afterCommit();
+    this.#answer(outcomes, end - commitStart, end - lockedAt);
+    return true;
+  }
+
+  /**
+   * Hands a committed (or failed) batch's outcomes to the daemon, which answers each request: from
+   * here their fate is known.
+   */
+  #answer(outcomes: WriteOutcome[], commitMs: number, lockMs: number): void {
+    this.#ctx.post({ type: "batch", outcomes, commitMs, lockMs });
+    this.#committing.fill(0);
+  }
+
+  /** Requests answered without running: past their deadline, refused, or the transaction could not begin. */
+  #unapplied(outcomes: WriteOutcome[]): void {
+    this.#ctx.post({ type: "unapplied", outcomes });
+  }
+
+  /** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
+  #dropExpired(jobs: WriteJob[]): WriteJob[] {
+    const now = Date.now();
+    const live = jobs.filter((j) => j.deadline > now);
+    if (live.length < jobs.length) {
+      const expired = jobs.filter((j) => j.deadline <= now);
+      this.#unapplied(expired.map((j) => fail(j, expiredError(j))));
+    }
+    return live;
+  }
+
+  /**
+   * Takes the write lock for the live jobs (expired ones are answered TIMEOUT). Null when another
+   * process holds it: the caller tries again after a pause, back in the event loop, so requests
+   * that arrive meanwhile join the wait and expire on time too. Any other failure to begin (I/O)
+   * is every job's answer. Returns the jobs to run.
+   */
+  #acquireLock(jobs: WriteJob[]): WriteJob[] | null {
+    if (jobs.length === 0) return jobs;
+    try {
+      this.#ctx.tx!.begin.run();
+      return jobs;
+    } catch (err) {
+      if (isBusyError(err)) return null;
+      this.#unapplied(jobs.map((j) => fail(j, err)));
+      return [];
+    }
+  }
+
+  /** Runs one job inside its own savepoint. */
+  #apply(job: WriteJob): WriteOutcome {
+    const { conn } = this.#ctx;
+    const tx = this.#ctx.tx!;
+    tx.savepoint.run();
+    try {
+      const result = runOperation(conn, job.op, job.params);
+      tx.release.run();
+      return { seq: job.seq, ok: true, result };
+    } catch (err) {
+      if (conn.inTransaction) {
+        tx.rollbackTo.run();
+        tx.release.run();
+      }
+      return fail(job, err);
+    }
+  }
+}
