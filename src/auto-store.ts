@@ -15,8 +15,9 @@ const DAEMON_RELEASE_MS = 15_000;
 /**
  * Mode "auto" while a daemon serves the file: calls go to the daemon; when it goes away, the
  * handle fails over to direct mode and keeps working. A read in flight at that moment is re-run
- * directly; a write in flight is not (it may have been committed before the daemon died), so it
- * rejects with UNAVAILABLE and the caller decides. A daemon on PostgreSQL that answers
+ * directly, and so is a write with an idempotency key (every write has one unless the caller
+ * turned `idempotencyKeys` off): applied once, whether or not the daemon committed it before it
+ * died. A write without a key rejects with UNAVAILABLE and the caller decides. A daemon on PostgreSQL that answers
  * UNAVAILABLE but stays connected is not failed over from: the call rejects and the next one goes
  * to the same daemon.
  */
@@ -45,11 +46,15 @@ export class AutoStore extends Store {
     return this.#current.daemon;
   }
 
-  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+  protected override get autoKeys(): boolean {
+    return this.#options.idempotencyKeys;
+  }
+
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Promise<ResultOf<K>> {
     const usable = this.#usable();
     const store = usable instanceof Promise ? await usable : usable;
     try {
-      return await Store.callOn(store, name, args);
+      return await Store.callOn(store, name, args, key);
     } catch (err) {
       if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
       // A daemon on PostgreSQL answers UNAVAILABLE while it cannot reach the server, and keeps
@@ -57,7 +62,7 @@ export class AutoStore extends Store {
       // daemon that hung up is failed over from (the next call sees the connection gone).
       if (store.engine === "postgres" && store.connected) throw err;
       const direct = await this.#failOver(store);
-      if (OPERATION_KINDS[name] === "read") return Store.callOn(direct, name, args);
+      if (OPERATION_KINDS[name] === "read" || key !== null) return Store.callOn(direct, name, args, key);
       throw err;
     }
   }

@@ -5,7 +5,7 @@ export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
   SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode, Engine,
-  ImportOptions, ImportResult, SourceCount,
+  ImportOptions, ImportResult, SourceCount, WriteOptions,
 } from "./session-db.js";
 export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/title-sanitizer.js";
 export { sanitizeFtsQuery, containsCjk } from "./engine/fts-query.js";

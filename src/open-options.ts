@@ -42,6 +42,19 @@ export interface OpenOptions {
    * `SCHEMA` (left as it is), in every mode that would open the file.
    */
   create?: boolean;
+  /**
+   * Direct mode: how long a write's idempotency key is remembered, at least, in hours (a daemon
+   * has its own, `serve --key-retention-hours`). Default 24. Older keys are deleted by the
+   * writer, a few hundred at a time.
+   */
+  keyRetentionHours?: number;
+  /**
+   * Modes "daemon" and "auto": give every write whose caller gave no `idempotencyKey` one of the
+   * client's own, and send it again, until its deadline, after a lost connection, a daemon
+   * restart, `OUTCOME_UNKNOWN` from the daemon or a fail-over to direct mode: applied exactly
+   * once. Default true. With false, such a write is sent once (its fate may stay unknown).
+   */
+  idempotencyKeys?: boolean;
 }
 
 /** Direct mode's patience for the write lock (SPEC §4). */

@@ -5,7 +5,7 @@
  * the engine's table of implementations (`engine/operations.ts`) must satisfy it, so an
  * operation cannot be half-wired.
  */
-import type { SessionDB } from "./session-db.js";
+import type { SessionDB, WriteOptions } from "./session-db.js";
 
 /** The names of the operations: the methods of `SessionDB` but `close` (and not its properties). */
 export type OpName = Exclude<keyof SessionDB, "mode" | "engine" | "files" | "daemon" | "close">;
@@ -55,8 +55,16 @@ export const OPERATION_KINDS = {
 } as const satisfies { [K in OpName]: SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write" };
 
 /**
+ * A write's parameters but its last, the `WriteOptions` every write takes (never `never`: a write
+ * without it fails to compile). The key travels beside the arguments, never among them.
+ */
+type WithoutWriteOptions<P> = P extends [...infer Head, WriteOptions] ? Head : never;
+type EngineParams<K extends OpName> = K extends WriteOpName ? WithoutWriteOptions<Required<ParamsOf<K>>> : Required<ParamsOf<K>>;
+
+/**
  * How many arguments each operation takes at most: its method's parameters, optional ones
- * included, as the compiler reads them off `SessionDB`. A call with more is INVALID_ARGUMENT.
+ * included, as the compiler reads them off `SessionDB` (a write's `WriteOptions` left out). A
+ * call with more is INVALID_ARGUMENT.
  */
 export const PARAMETER_COUNTS = {
   createSession: 3,
@@ -90,7 +98,7 @@ export const PARAMETER_COUNTS = {
   importSession: 2,
   deleteSession: 1,
   pruneSessions: 1,
-} as const satisfies { [K in OpName]: Required<ParamsOf<K>>["length"] };
+} as const satisfies { [K in OpName]: EngineParams<K>["length"] };
 
 export const OP_NAMES = Object.keys(OPERATION_KINDS) as OpName[];
 

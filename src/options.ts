@@ -3,6 +3,7 @@ import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
 import { isPostgresUrl } from "./pg/pg-url.js";
 import { checkRegularFile } from "./regular-file.js";
+import { keyRetentionHours } from "./operations/idempotency-keys.js";
 import { databaseFiles, type DatabaseFiles } from "./database-files.js";
 import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
 
@@ -29,6 +30,10 @@ export interface ResolvedOptions {
   readonly autostart: boolean;
   /** The `serve --idle-exit` of a daemon autostart starts, in ms. */
   readonly autostartIdleExitMs: number;
+  /** How long direct mode keeps a write's idempotency key, at least, in hours (issue 25). */
+  readonly keyRetentionHours: number;
+  /** Whether writes without a caller's key get one of the client's own, and are sent again when their fate is unknown. */
+  readonly idempotencyKeys: boolean;
 }
 
 /** `SESSIONDB_AUTOSTART=0` (or `false`, `no`, `off`): no client starts a daemon, whatever its code asks. */
@@ -72,6 +77,9 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   }
   const autostartIdleExitMs = nonNegative(options.autostartIdleExitMs, "autostartIdleExitMs", AUTOSTART_IDLE_EXIT_MS);
   if (autostartIdleExitMs === 0) throw invalidArgument("option autostartIdleExitMs must be a positive number, got 0");
+  if (options.idempotencyKeys !== undefined && typeof options.idempotencyKeys !== "boolean") {
+    throw invalidArgument(`option idempotencyKeys must be a boolean, got ${String(options.idempotencyKeys)}`);
+  }
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
     // The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out).
@@ -88,5 +96,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
     autostart: (options.autostart ?? false) && !autostartDisabled(),
     autostartIdleExitMs,
+    keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
+    idempotencyKeys: options.idempotencyKeys ?? false,
   };
 }

@@ -27,6 +27,18 @@ export type Mode = "direct" | "daemon";
 /** The database behind a handle: a SQLite file, or a PostgreSQL database (a `postgres://` URL). */
 export type Engine = "sqlite" | "postgres";
 
+/**
+ * The last argument of every write (issue 25). `idempotencyKey` (1–256 characters): the write is
+ * applied at most once per key; the same key again answers the first result (the same message
+ * id) without applying anything, and the same key with another op or other arguments rejects
+ * with `IDEMPOTENCY_CONFLICT`. Keys are kept at least `keyRetentionHours` (default 24). Left
+ * out, the daemon client and auto mode give the write a key of their own (`auto-<uuid>`), so
+ * they can send it again after a lost connection, a daemon restart or a fail-over.
+ */
+export interface WriteOptions {
+  idempotencyKey?: string;
+}
+
 /** The session store. Every method is async; failures reject with `SessionDBError`. */
 export interface SessionDB {
   /** Which implementation serves this handle. */
@@ -39,16 +51,16 @@ export interface SessionDB {
   readonly daemon: DaemonControl | null;
 
   /** Creates a session; a duplicate id is ignored (the first row wins). Returns the id. */
-  createSession(id: string, source: string, opts?: CreateSessionOptions): Promise<string>;
+  createSession(id: string, source: string, opts?: CreateSessionOptions, write?: WriteOptions): Promise<string>;
   /** Creates the session only when it is missing; never overwrites. */
-  ensureSession(id: string, source?: string, model?: string | null): Promise<void>;
+  ensureSession(id: string, source?: string, model?: string | null, write?: WriteOptions): Promise<void>;
   /** Ends a session; the first end wins. */
-  endSession(id: string, endReason: string): Promise<void>;
+  endSession(id: string, endReason: string, write?: WriteOptions): Promise<void>;
   /** Clears `ended_at` and `end_reason`. */
-  reopenSession(id: string): Promise<void>;
-  updateSystemPrompt(id: string, systemPrompt: string): Promise<void>;
+  reopenSession(id: string, write?: WriteOptions): Promise<void>;
+  updateSystemPrompt(id: string, systemPrompt: string, write?: WriteOptions): Promise<void>;
   /** Adds (or with `absolute`, sets) token counts and billing figures. */
-  updateTokenCounts(id: string, usage: TokenUsage, opts?: TokenUpdateOptions): Promise<void>;
+  updateTokenCounts(id: string, usage: TokenUsage, opts?: TokenUpdateOptions, write?: WriteOptions): Promise<void>;
   getSession(id: string): Promise<SessionRow | null>;
   /** An exact id, or a unique id prefix; otherwise null. */
   resolveSessionId(idOrPrefix: string): Promise<string | null>;
@@ -59,7 +71,7 @@ export interface SessionDB {
    */
   sessionIdsByPrefix(prefix: string, opts?: { limit?: number }): Promise<string[]>;
   /** Sets (or with null clears) a title; false when the session is missing. */
-  setSessionTitle(id: string, title: string | null): Promise<boolean>;
+  setSessionTitle(id: string, title: string | null, write?: WriteOptions): Promise<boolean>;
   getSessionTitle(id: string): Promise<string | null>;
   getSessionByTitle(title: string): Promise<SessionRow | null>;
   /** The newest `"<title> #N"` session if any, else the exact title's session, else null. */
@@ -69,16 +81,16 @@ export interface SessionDB {
   getCompressionTip(id: string): Promise<string>;
   listSessionsRich(opts?: ListSessionsOptions): Promise<RichSessionRow[]>;
   /** Appends a message and bumps the session's counters. Returns the message id. */
-  appendMessage(sessionId: string, msg: NewMessage): Promise<number>;
+  appendMessage(sessionId: string, msg: NewMessage, write?: WriteOptions): Promise<number>;
   getMessages(sessionId: string): Promise<MessageRow[]>;
   getMessagesAsConversation(sessionId: string): Promise<ConversationMessage[]>;
-  clearMessages(sessionId: string): Promise<void>;
+  clearMessages(sessionId: string, write?: WriteOptions): Promise<void>;
   /**
    * Removes the session's last message (the newest by timestamp, then id) and returns it as
    * `getMessages` shows it, in one write; null when the session has none. The session's
    * `message_count` and `tool_call_count` go down with it. (The OpenAI Agents SDK's `pop_item`.)
    */
-  popMessage(sessionId: string): Promise<MessageRow | null>;
+  popMessage(sessionId: string, write?: WriteOptions): Promise<MessageRow | null>;
   searchMessages(query: string, opts?: SearchOptions): Promise<SearchHit[]>;
   searchSessions(opts?: SearchSessionsOptions): Promise<SessionRow[]>;
   sessionCount(opts?: { source?: string | null }): Promise<number>;
@@ -98,11 +110,11 @@ export interface SessionDB {
    * them get new ids in their exported `(timestamp, id)` order. A title another session has
    * fails with `TITLE_IN_USE`; a malformed session with `INVALID_ARGUMENT`.
    */
-  importSession(session: SessionExport, opts?: ImportOptions): Promise<ImportResult>;
+  importSession(session: SessionExport, opts?: ImportOptions, write?: WriteOptions): Promise<ImportResult>;
   /** Deletes a session and its messages; its children are orphaned. */
-  deleteSession(id: string): Promise<boolean>;
+  deleteSession(id: string, write?: WriteOptions): Promise<boolean>;
   /** Deletes ended sessions older than the cutoff. Returns how many. */
-  pruneSessions(opts?: PruneOptions): Promise<number>;
+  pruneSessions(opts?: PruneOptions, write?: WriteOptions): Promise<number>;
   /** Idempotent; lets queued work finish. Calls after it reject with `CLOSED`. */
   close(): Promise<void>;
 }

@@ -7,7 +7,8 @@
  */
 import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
 import { newerSchemaError } from "../src/engine/database-file.js";
-import { runOperation } from "../src/engine/operations.js";
+import { KEY_PRUNE_EVERY_MS } from "../src/operations/idempotency-keys.js";
+import { pruneKeys, runKeyedWrite } from "../src/sqlite/keyed-write.js";
 import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";
 import type { CjkUpkeep } from "./cjk-upkeep.js";
 import type { FaultInjection } from "./fault-injection.js";
@@ -32,6 +33,8 @@ export class GroupCommit {
   /** [first, last] seq of the batch being committed and not yet answered; [0, 0] otherwise. */
   readonly #committing: Float64Array;
   readonly #queue: WriteJob[] = [];
+  /** When expired idempotency keys were last pruned. */
+  #keysPrunedAt = -Infinity;
 
   constructor(ctx: WriterContext, guard: FileGuard, wal: WalUpkeep, cjk: CjkUpkeep, faults: FaultInjection) {
     this.#ctx = ctx;
@@ -89,6 +92,7 @@ export class GroupCommit {
     }
     queue.unshift(...jobs.slice(done));
     jobs = jobs.slice(0, done);
+    if (conn.inTransaction) this.#pruneKeys(lockedAt);
     if (conn.inTransaction) this.#cjk.afterBatch(jobs, lockedAt);
     const commitStart = performance.now();
     if (conn.inTransaction) {
@@ -170,12 +174,23 @@ export class GroupCommit {
   }
 
   /** Runs one job inside its own savepoint. */
+  /** A bounded step of pruning expired idempotency keys, riding in a group commit once a minute at most. */
+  #pruneKeys(lockedAt: number): void {
+    if (lockedAt - this.#keysPrunedAt < KEY_PRUNE_EVERY_MS) return;
+    this.#keysPrunedAt = lockedAt;
+    try {
+      pruneKeys(this.#ctx.conn, this.#ctx.config.keyRetentionHours);
+    } catch (err) {
+      this.#ctx.post({ type: "log", line: `pruning expired idempotency keys failed: ${(err as Error).message}` });
+    }
+  }
+
   #apply(job: WriteJob): WriteOutcome {
     const { conn } = this.#ctx;
     const tx = this.#ctx.tx!;
     tx.savepoint.run();
     try {
-      const result = runOperation(conn, job.op, job.params);
+      const result = runKeyedWrite(conn, job.op, job.params, job.key);
       tx.release.run();
       return { seq: job.seq, ok: true, result };
     } catch (err) {

@@ -10,8 +10,17 @@ export function positiveInt(value: string): number {
 
 /** A positive number of seconds; fractions allowed. */
 export function positiveSeconds(value: string): number {
+  return positiveDecimal(value, "expected a positive number of seconds");
+}
+
+/** A positive number (hours…); fractions allowed. */
+export function positiveNumber(value: string): number {
+  return positiveDecimal(value, "expected a positive number");
+}
+
+function positiveDecimal(value: string, expected: string): number {
   const n = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a positive number of seconds");
+  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(expected);
   return n;
 }
 

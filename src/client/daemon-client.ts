@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fromWireError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import { isWriteOp, type CallOpName, type OpName, type ParamsOf, type ResultOf, type StreamOpName } from "../operation-catalogue.js";
@@ -33,6 +34,9 @@ const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
 /** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;
+/** The pauses between attempts to connect again after a lost connection: growing to this, jittered. */
+const RECONNECT_MIN_MS = 20;
+const RECONNECT_MAX_MS = 500;
 
 /**
  * The `SessionDB` served by a daemon over its Unix socket: requests are pipelined and matched by
@@ -57,11 +61,22 @@ export class DaemonClient extends Store implements DaemonControl {
   server!: HelloResult;
   /** Resolves when the current connection has closed, whichever side closed it. */
   hungUp!: Promise<void>;
+  /**
+   * Mode "daemon" with keys: a lost connection is not the end; the writes in flight (each with
+   * its key) wait for a new connection, until their deadlines, and are sent again. Auto mode
+   * fails over to direct mode instead, and sends them there.
+   */
+  readonly #reconnects: boolean;
 
   private constructor(options: ResolvedOptions, socketPath: string) {
     super(options.files);
     this.#options = options;
     this.#socketPath = socketPath;
+    this.#reconnects = options.mode === "daemon" && options.idempotencyKeys;
+  }
+
+  protected override get autoKeys(): boolean {
+    return this.#options.idempotencyKeys;
   }
 
   /**
@@ -160,7 +175,7 @@ export class DaemonClient extends Store implements DaemonControl {
     return this.#lost === null;
   }
 
-  protected call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+  protected call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Promise<ResultOf<K>> {
     let wire: unknown[];
     try {
       wire = argsForWire(name, trimUndefined(args));
@@ -168,7 +183,7 @@ export class DaemonClient extends Store implements DaemonControl {
       return Promise.reject(toSessionDBError(err));
     }
     // The daemon answers each operation with what the catalogue says it returns.
-    return this.#request(name, wire, this.#options.requestTimeoutMs) as Promise<ResultOf<K>>;
+    return this.#request(name, wire, this.#options.requestTimeoutMs, undefined, LOCAL_GRACE_MS, false, key) as Promise<ResultOf<K>>;
   }
 
   /** Asks the daemon who it is. */
@@ -245,12 +260,13 @@ export class DaemonClient extends Store implements DaemonControl {
     onChunk?: (items: unknown[]) => void,
     graceMs = LOCAL_GRACE_MS,
     first = false,
+    key: string | null = null,
   ): Promise<unknown> {
     if (this.#closed !== null) return Promise.reject(new SessionDBError("CLOSED", "this SessionDB handle is closed"));
     if (this.#lost !== null) return Promise.reject(this.#lost);
     return new Promise((resolve, reject) => {
       const write = isWriteOp(op);
-      const [id, pending] = this.#pending.add({ op, args, write, resolve, reject, timeoutMs, graceMs, onChunk });
+      const [id, pending] = this.#pending.add({ op, args, key, write, resolve, reject, timeoutMs, graceMs, onChunk });
       if (this.#dormant && !first) this.#wakeUp();
       if (first || (this.#reconnecting === null && !this.#pending.backedUp && !this.#socket.writableNeedDrain)) this.#send(id, pending);
       else this.#pending.queue(id);
@@ -266,12 +282,13 @@ export class DaemonClient extends Store implements DaemonControl {
     let frame: Buffer;
     try {
       if (remainingMs <= 0) throw notSent(pending);
-      frame = requestFrame(id, pending.op, pending.args, remainingMs, pending.deadline);
+      frame = requestFrame(id, pending.op, pending.args, remainingMs, pending.deadline, pending.key);
     } catch (err) {
       this.#pending.fail(id, err as SessionDBError);
       return;
     }
     pending.sent = true;
+    pending.everSent = true;
     this.#writer.write(frame);
   }
 
@@ -294,6 +311,8 @@ export class DaemonClient extends Store implements DaemonControl {
       return;
     }
     for (const body of bodies) this.#onReply(decodeBody(body, true) as Record<string, unknown>);
+    // Writes answered OUTCOME_UNKNOWN (the daemon's writer died committing them) go again, with their keys.
+    if (this.#pending.backedUp) this.#sendUnsent();
   }
 
   #onReply(reply: Record<string, unknown>): void {
@@ -307,7 +326,38 @@ export class DaemonClient extends Store implements DaemonControl {
   }
 
   #connectionLost(err: SessionDBError): void {
+    if (this.#reconnects && this.#closed === null) {
+      // The daemon died, restarts, or hung up: each write in flight goes again with its key.
+      if (this.#pending.keepResendable(err) > 0) this.#reconnect();
+      else this.#dormant = true;
+      return;
+    }
     this.#lost ??= err;
     this.#pending.failAll(err);
+  }
+
+  /**
+   * Connects again, with growing jittered pauses, while some request waits for it (each gives up
+   * at its own deadline, see PendingRequests); then sends them in order. When none waits any
+   * more, the next request tries again.
+   */
+  #reconnect(): void {
+    if (this.#reconnecting !== null) return;
+    this.#reconnecting = (async () => {
+      for (let attempt = 0; this.#pending.size > 0; attempt++) {
+        try {
+          await this.#open();
+          return true;
+        } catch {
+          const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** attempt);
+          await sleep(RECONNECT_MIN_MS + Math.random() * (ceiling - RECONNECT_MIN_MS));
+        }
+      }
+      return false;
+    })().then((connected) => {
+      this.#reconnecting = null;
+      if (connected) this.#sendUnsent();
+      else this.#dormant = true;
+    });
   }
 }

@@ -9,8 +9,14 @@ const SWEEP_INTERVAL_MS = 50;
 export interface PendingRequest {
   op: OpName | ControlOp;
   args: unknown[];
+  /** A write's idempotency key (null: none): with one, sending the write again is safe. */
+  key: string | null;
   /** Handed to the socket: from then on the daemon may run it. */
   sent: boolean;
+  /** Handed to a socket at least once (a write sent again after a lost connection was too). */
+  everSent: boolean;
+  /** Why it waits unsent when a lost connection made it wait for a new one (null: it did not). */
+  lostWith: SessionDBError | null;
   /** A write whose reply does not come in time may or may not have been applied; a read changed nothing. */
   write: boolean;
   resolve(result: unknown): void;
@@ -47,14 +53,16 @@ export class PendingRequests {
   }
 
   /** Registers a request under a fresh id (the one its reply will carry); its deadline runs from now. */
-  add(request: Omit<PendingRequest, "sent" | "deadline">): [number, PendingRequest] {
+  add(request: Omit<PendingRequest, "sent" | "everSent" | "lostWith" | "deadline">): [number, PendingRequest] {
     const id = this.#nextId;
     this.#nextId = this.#nextId >= 0xffffffff ? 1 : this.#nextId + 1;
     // Field by field, not a spread: this runs for every call, and a spread copy cost more than
     // the rest of the bookkeeping together.
-    const { op, args, write, resolve, reject, onChunk, timeoutMs, graceMs } = request;
+    const { op, args, key, write, resolve, reject, onChunk, timeoutMs, graceMs } = request;
     const deadline = Date.now() + timeoutMs;
-    const pending: PendingRequest = { op, args, sent: false, write, resolve, reject, onChunk, timeoutMs, graceMs, deadline };
+    const pending: PendingRequest = {
+      op, args, key, sent: false, everSent: false, lostWith: null, write, resolve, reject, onChunk, timeoutMs, graceMs, deadline,
+    };
     this.#requests.set(id, pending);
     this.#startSweeper();
     return [id, pending];
@@ -72,6 +80,25 @@ export class PendingRequests {
       if (pending !== undefined && !pending.sent) return [id, pending];
     }
     return undefined;
+  }
+
+  /**
+   * The connection was lost: the writes with a key and time left go back in line, unsent, to be
+   * sent again on a new connection (applied once whatever the lost one did); the rest fail with
+   * `err`. Returns how many wait.
+   */
+  keepResendable(err: SessionDBError): number {
+    const now = Date.now();
+    for (const [id, p] of [...this.#requests]) {
+      if (p.write && p.key !== null && p.deadline > now) {
+        p.sent = false;
+        p.lostWith = err;
+      } else {
+        this.fail(id, err);
+      }
+    }
+    this.#unsent = [...this.#requests.keys()];
+    return this.#requests.size;
   }
 
   /** Every pending request goes back in line, unsent, in the order it was made (the daemon read none of them). */
@@ -94,9 +121,20 @@ export class PendingRequests {
       pending.onChunk?.(reply.chunk);
       return true;
     }
+    if (reply.ok === true) {
+      this.#forget(id);
+      pending.resolve(reply.result);
+      return true;
+    }
+    const err = fromWireError(reply.error);
+    if (err.code === "OUTCOME_UNKNOWN" && pending.write && pending.key !== null && pending.deadline > Date.now()) {
+      // The daemon's writer died committing it: sent again with its key, it is applied once.
+      pending.sent = false;
+      this.#unsent.push(id);
+      return true;
+    }
     this.#forget(id);
-    if (reply.ok === true) pending.resolve(reply.result);
-    else pending.reject(fromWireError(reply.error));
+    pending.reject(err);
     return true;
   }
 
@@ -139,7 +177,7 @@ export class PendingRequests {
         const unsent = !p.sent;
         if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
         this.#forget(id);
-        p.reject(unsent ? notSent(p) : unanswered(p));
+        p.reject(!unsent || (p.write && p.everSent) ? unanswered(p) : p.lostWith !== null ? notResent(p, p.lostWith) : notSent(p));
       }
       if (this.#requests.size === 0 && this.#sweeper !== null) {
         clearInterval(this.#sweeper);
@@ -156,10 +194,20 @@ export function notSent(p: PendingRequest): SessionDBError {
   return new SessionDBError("TIMEOUT", `${p.op} could not be sent within ${p.timeoutMs} ms (the connection to the daemon was backed up); it was not applied`);
 }
 
+/** A write that waited for a new connection, never sent, until its deadline: not applied. */
+function notResent(p: PendingRequest, lostWith: SessionDBError): SessionDBError {
+  return new SessionDBError("UNAVAILABLE", `${p.op} could not be sent within ${p.timeoutMs} ms: ${lostWith.message}; no daemon answered again; it was not applied`);
+}
+
 /** A sent request's deadline passed without its answer: a write's fate is unknown, a read just timed out. */
 function unanswered(p: PendingRequest): SessionDBError {
   const waited = p.timeoutMs + p.graceMs;
   return p.write
-    ? new SessionDBError("OUTCOME_UNKNOWN", `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`)
+    ? new SessionDBError(
+        "OUTCOME_UNKNOWN",
+        p.key !== null
+          ? `${p.op} got no answer from the daemon within ${waited} ms (sent again with its idempotency key while time was left): it may or may not have been applied; sending it again with the same key applies it once`
+          : `${p.op} got no answer from the daemon within ${waited} ms: it may or may not have been applied; read before retrying`,
+      )
     : new SessionDBError("TIMEOUT", `${p.op} got no answer from the daemon within ${waited} ms`);
 }

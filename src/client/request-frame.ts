@@ -10,12 +10,15 @@ import { checkPlainMessagePack } from "../protocol/plain-msgpack-validator.js";
  * or typed array, which become extension types the daemon refuses by closing the connection),
  * and requests larger than the daemon's frame limit (which it also answers by closing the
  * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
- * `timeoutMs` is the time the request has left; `deadlineEpochMs` the same instant on the clock.
+ * `timeoutMs` is the time the request has left; `deadlineEpochMs` the same instant on the clock;
+ * `idempotencyKey` a write's key (null: none).
  */
-export function requestFrame(id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number, deadlineEpochMs: number): Buffer {
+export function requestFrame(
+  id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number, deadlineEpochMs: number, idempotencyKey: string | null,
+): Buffer {
   let frame: Buffer;
   try {
-    frame = encodeFrame({ id, op, args, timeoutMs, deadlineEpochMs });
+    frame = encodeFrame(idempotencyKey === null ? { id, op, args, timeoutMs, deadlineEpochMs } : { id, op, args, timeoutMs, deadlineEpochMs, idempotencyKey });
     checkPlainMessagePack(frame.subarray(HEADER_BYTES));
   } catch (err) {
     throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);

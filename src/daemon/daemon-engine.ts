@@ -16,8 +16,11 @@ import type { BackupResult, CheckResult, OptimizeResult } from "../protocol/cont
 export interface DaemonWriter {
   /** Writes accepted and not yet answered. */
   readonly queueDepth: number;
-  /** Runs the write in the next group commit; resolves once it is committed. */
-  write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown>;
+  /**
+   * Runs the write in the next group commit; resolves once it is committed. With a `key`, once
+   * per key (issue 25): a key already committed answers its first result, or IDEMPOTENCY_CONFLICT.
+   */
+  write(op: WriteOpName, params: unknown, deadline: number, key: string | null): Promise<unknown>;
   stats(): WriterStats;
   /** Group commits' sizes and COMMIT times since the start, and when the last one was. */
   histograms(): ReturnType<CommitHistograms["snapshot"]>;

@@ -1,3 +1,4 @@
+import { keyRetentionHours } from "../operations/idempotency-keys.js";
 import { availableParallelism } from "node:os";
 import { isPostgresUrl } from "../pg/pg-url.js";
 import { checkRegularFile } from "../regular-file.js";
@@ -39,6 +40,8 @@ export interface DaemonOptions {
   walLimitBytes?: number;
   /** Idle time of the writer after which it runs a PASSIVE checkpoint, in ms. Default 200. */
   idleCheckpointMs?: number;
+  /** How long a write's idempotency key is kept, at least, in hours (issue 25). Default 24. */
+  keyRetentionHours?: number;
   /** SQLite's busy wait of each reader thread's connection, in ms. Default 5000. */
   readerBusyTimeoutMs?: number;
   /** Reply bytes one connection may have unsent before the daemon stops reading it. Default 8 MiB. */
@@ -124,6 +127,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     yieldMs: options.yieldMs === 0 ? 0 : positive(options.yieldMs, "yieldMs", 1),
     walLimitBytes: positive(options.walLimitBytes, "walLimitBytes", 64 * 1024 * 1024),
     idleCheckpointMs: positive(options.idleCheckpointMs, "idleCheckpointMs", 200),
+    keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
     readerBusyTimeoutMs: positive(options.readerBusyTimeoutMs, "readerBusyTimeoutMs", 5000),
     maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", 8 * 1024 * 1024)),
     maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),

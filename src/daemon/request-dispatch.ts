@@ -51,7 +51,7 @@ export class RequestDispatch {
     const params = parseOperation(request.op, request.args);
     if (kind === "write") {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
-      return this.#engine.writer.write(request.op as WriteOpName, params, deadline);
+      return this.#engine.writer.write(request.op as WriteOpName, params, deadline, request.idempotencyKey ?? null);
     }
     if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
     return this.#stream(request.op as StreamOpName, params, request.id, connection, deadline - receivedAt);

@@ -25,6 +25,7 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
     yieldMs: resolved.yieldMs,
     walLimitBytes: resolved.walLimitBytes,
     idleCheckpointMs: resolved.idleCheckpointMs,
+    keyRetentionHours: resolved.keyRetentionHours,
     faultInjection: resolved.faultInjection,
   }, resolved.log);
   try {

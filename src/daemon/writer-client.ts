@@ -104,13 +104,13 @@ export class WriterClient {
     return this.#pending.size;
   }
 
-  write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown> {
+  write(op: WriteOpName, params: unknown, deadline: number, key: string | null): Promise<unknown> {
     if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
     const seq = ++this.#seq;
     return new Promise((resolve, reject) => {
       this.#pending.set(seq, { resolve, reject });
       if (this.#outbox.length === 0) setImmediate(() => this.#flush());
-      this.#outbox.push({ seq, op, params, deadline });
+      this.#outbox.push({ seq, op, params, deadline, key });
     });
   }
 

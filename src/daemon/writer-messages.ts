@@ -21,6 +21,8 @@ export interface WriterConfig {
   walLimitBytes: number;
   /** Idle time after which a PASSIVE checkpoint runs. */
   idleCheckpointMs: number;
+  /** How long a write's idempotency key is kept, at least, in hours; older ones are pruned in bounded steps. */
+  keyRetentionHours: number;
   /** Lets tests crash the thread on purpose (the `faultCrashWriter` op); never set in production. */
   faultInjection: boolean;
   /**
@@ -36,6 +38,8 @@ export interface WriteJob {
   op: WriteOpName;
   params: unknown;
   deadline: number;
+  /** The write's idempotency key, or null. */
+  key: string | null;
 }
 
 /** Writes arrive in arrays: one message carries every request received in one turn of the loop. */

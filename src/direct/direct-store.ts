@@ -9,7 +9,9 @@ import { makePrivateDir } from "../engine/private-files.js";
 import { catchUpCjkIndex } from "../engine/cjk-index.js";
 import { EXPORT_WAL_GROWTH_LIMIT, ExportSnapshot, walHeldError } from "../engine/export-snapshot.js";
 import { parseOperation, runOperation } from "../engine/operations.js";
-import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
+import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
+import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
+import { pruneKeys, runKeyedWrite } from "../sqlite/keyed-write.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
 import { Store } from "../store.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
@@ -35,6 +37,8 @@ export class DirectStore extends Store {
    */
   readonly #writeRefusal: ((op: string) => SessionDBError) | null;
   #writesSinceCheckpoint = 0;
+  /** When expired keys were last pruned (performance.now(); 0: never). */
+  #prunedKeysAt = 0;
   readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
   /** The snapshots of exports in progress: closing the handle ends them. */
@@ -71,14 +75,25 @@ export class DirectStore extends Store {
     }
   }
 
-  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Promise<ResultOf<K>> {
     const db = this.#connection();
     const { kind, params } = parseCall(name, args);
-    // The engine's table returns what the catalogue says this operation returns.
-    const run = () => runOperation(db, name, params) as ResultOf<K>;
     if (kind === "write" && this.#writeRefusal !== null) throw this.#writeRefusal(name);
-    if (kind === "read") return this.#withRetry(run, false);
-    return this.#writes.run(() => this.#withRetry(run, true));
+    // The engine's table returns what the catalogue says this operation returns.
+    if (kind === "read") return this.#withRetry(() => runOperation(db, name, params) as ResultOf<K>, false);
+    const write = () => {
+      if (key !== null) this.#pruneKeys(db);
+      return runKeyedWrite(db, name as WriteOpName, params, key) as ResultOf<K>;
+    };
+    return this.#writes.run(() => this.#withRetry(write, true));
+  }
+
+  /** Expired idempotency keys, a bounded step at most once a minute, in a keyed write's transaction. */
+  #pruneKeys(db: Connection): void {
+    const at = performance.now();
+    if (at - this.#prunedKeysAt < KEY_PRUNE_EVERY_MS && this.#prunedKeysAt !== 0) return;
+    this.#prunedKeysAt = at;
+    pruneKeys(db, this.#options.keyRetentionHours);
   }
 
   /**

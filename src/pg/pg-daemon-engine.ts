@@ -35,7 +35,7 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
     const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);
     return {
       engine: "postgres",
-      writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable }),
+      writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable, keyRetentionHours: resolved.keyRetentionHours }),
       readers: new PgReaders(readerPool, resolved.readers),
       snapshots: new PgSnapshots(exportPool),
       stopHousekeeping: () => undefined,

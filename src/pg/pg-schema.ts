@@ -6,6 +6,7 @@
  */
 import { SessionDBError } from "../errors.js";
 import { withPoolClient, type PgClient, type PgPool } from "./pg-connection.js";
+import { KEYS_TABLE_STATEMENTS } from "./pg-keyed-write.js";
 
 /**
  * The text a message is indexed as: ASCII punctuation (and `_`) becomes a space, so words split
@@ -81,6 +82,7 @@ const MIGRATIONS: ReadonlyArray<{ description: string; statements: readonly stri
       "CREATE INDEX idx_messages_trgm ON messages USING gin (content gin_trgm_ops)",
     ],
   },
+  { description: "idempotency keys of writes (issue 25)", statements: KEYS_TABLE_STATEMENTS },
 ];
 
 /** The newest schema this code knows. */

@@ -1,10 +1,12 @@
 import { SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import { parseOperation } from "../engine/operations.js";
-import type { CallOpName, ParamsOf, ResultOf, StreamOpName } from "../operation-catalogue.js";
+import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
+import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { parseCall, WriteQueue } from "../direct/write-queue.js";
 import { Store } from "../store.js";
-import { openPgPool, type PgPool } from "./pg-connection.js";
+import { openPgPool, type PgClient, type PgPool } from "./pg-connection.js";
+import { prunePgKeys, runPgKeyedWrite } from "./pg-keyed-write.js";
 import { toPgSessionDBError } from "./pg-errors.js";
 import { runPgOperation } from "./pg-operations.js";
 import { PgSnapshot } from "./pg-snapshot.js";
@@ -28,6 +30,7 @@ export class PgStore extends Store {
   readonly #writable: boolean;
   readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
+  #keysPrunedAt = -Infinity;
 
   private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
     super(options.files);
@@ -47,7 +50,7 @@ export class PgStore extends Store {
     }
   }
 
-  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>): Promise<ResultOf<K>> {
+  protected async call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Promise<ResultOf<K>> {
     this.#checkOpen();
     const { kind, params } = parseCall(name, args);
     // The engine's table returns what the catalogue says this operation returns.
@@ -59,8 +62,20 @@ export class PgStore extends Store {
     }
     if (!this.#writable) throw readOnly();
     return this.#writes.run(
-      async () => (await inPgTransaction(this.#pool, this.#options.retry, (client) => runPgOperation(client, name, params))) as ResultOf<K>,
+      async () =>
+        (await inPgTransaction(this.#pool, this.#options.retry, async (client) => {
+          if (key !== null) await this.#pruneKeys(client);
+          return runPgKeyedWrite(client, name as WriteOpName, params, key);
+        })) as ResultOf<K>,
     );
+  }
+
+  /** Expired idempotency keys, a bounded step at most once a minute, in a keyed write's transaction. */
+  async #pruneKeys(client: PgClient): Promise<void> {
+    const at = performance.now();
+    if (at - this.#keysPrunedAt < KEY_PRUNE_EVERY_MS) return;
+    this.#keysPrunedAt = at;
+    await prunePgKeys(client, this.#options.keyRetentionHours);
   }
 
   /** Every page on one snapshot: a connection of the pool held in a read-only transaction until the end. */

@@ -8,7 +8,8 @@ import { commitFigures, Window } from "../daemon/writer-client.js";
 import { CommitHistograms } from "../daemon/commit-histograms.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
 import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "./pg-errors.js";
-import { runPgOperation } from "./pg-operations.js";
+import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
+import { prunePgKeys, runPgKeyedWrite } from "./pg-keyed-write.js";
 import { reconnectDelayMs } from "./pg-backoff.js";
 import { readOnly } from "./pg-store.js";
 
@@ -16,6 +17,7 @@ interface Job {
   op: WriteOpName;
   params: unknown;
   deadline: number;
+  key: string | null;
   resolve(result: unknown): void;
   reject(err: SessionDBError): void;
 }
@@ -26,6 +28,8 @@ export interface PgWriterOptions {
   maxBatch: number;
   retry: RetryPolicy;
   writable: boolean;
+  /** How long a write's idempotency key is kept, at least, in hours. */
+  keyRetentionHours: number;
 }
 
 /** Thrown inside a batch to roll it back and run it again (conflict, or the connection dropped before COMMIT). */
@@ -61,6 +65,8 @@ export class PgWriter implements DaemonWriter {
   readonly #commitMs = new Window();
   readonly #histograms = new CommitHistograms();
   readonly #transactionMs = new Window();
+  /** When expired idempotency keys were last pruned (performance.now()). */
+  #keysPrunedAt = -Infinity;
 
   constructor(pool: PgPool, options: PgWriterOptions) {
     this.#pool = pool;
@@ -71,11 +77,11 @@ export class PgWriter implements DaemonWriter {
     return this.#queue.length + this.#inBatch;
   }
 
-  write(op: WriteOpName, params: unknown, deadline: number): Promise<unknown> {
+  write(op: WriteOpName, params: unknown, deadline: number, key: string | null): Promise<unknown> {
     if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
     if (!this.#options.writable) return Promise.reject(readOnly());
     return new Promise((resolve, reject) => {
-      this.#queue.push({ op, params, deadline, resolve, reject });
+      this.#queue.push({ op, params, deadline, key, resolve, reject });
       this.#draining ??= this.#drain();
     });
   }
@@ -194,6 +200,20 @@ export class PgWriter implements DaemonWriter {
           outcomes.push(await runRequest(client, job, true));
         }
       }
+      // A lone request that failed left the transaction aborted (it rolls back at COMMIT).
+      const healthy = jobs.length > 1 || outcomes[0]?.ok === true;
+      if (healthy && began - this.#keysPrunedAt >= KEY_PRUNE_EVERY_MS) {
+        // A bounded step, in this batch's transaction; after the requests, so it fails none of them.
+        this.#keysPrunedAt = began;
+        await client.query(`SAVEPOINT ${SAVEPOINT}`);
+        try {
+          await prunePgKeys(client, this.#options.keyRetentionHours);
+          await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
+        } catch (err) {
+          if (isRetryablePgError(err) || isConnectionError(err)) throw err;
+          await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
+        }
+      }
       if (this.#crashNext) {
         this.#crashNext = false;
         this.#restarts++;
@@ -236,7 +256,7 @@ const SAVEPOINT = "sessiondb_request";
  */
 async function runRequest(client: PgClient, job: Job, isolated: boolean): Promise<Outcome> {
   try {
-    return { ok: true, result: await runPgOperation(client, job.op, job.params) };
+    return { ok: true, result: await runPgKeyedWrite(client, job.op, job.params, job.key) };
   } catch (err) {
     if (isRetryablePgError(err) || isConnectionError(err)) throw err;
     if (isolated) await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);

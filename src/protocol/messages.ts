@@ -1,6 +1,7 @@
 /** Messages of the wire protocol, version 1 (SPEC §6), and their checks. */
-import { SessionDBError, type WireError } from "../errors.js";
-import { isOpName, type OpName } from "../operation-catalogue.js";
+import { invalidArgument, SessionDBError, type WireError } from "../errors.js";
+import { isOpName, isWriteOp, type OpName } from "../operation-catalogue.js";
+import { parseKey } from "../operations/idempotency-keys.js";
 import { isControlOp, type ControlOp } from "./control.js";
 
 export const PROTOCOL_VERSION = 1;
@@ -16,6 +17,8 @@ export interface Request {
    *  clock). The earlier of the two counts, so a request that waited in a stalled daemon's socket
    *  buffer past the client's deadline is not started when the daemon wakes. */
   deadlineEpochMs?: number;
+  /** Optional, writes only: the write's idempotency key (1–256 characters), applied once per key. */
+  idempotencyKey?: string;
 }
 
 export type Response =
@@ -40,7 +43,7 @@ export function parseRequest(value: unknown): Request {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new SessionDBError("PROTOCOL", "a request must be a map with id, op and args");
   }
-  const { id, op, args, timeoutMs, deadlineEpochMs } = value as Record<string, unknown>;
+  const { id, op, args, timeoutMs, deadlineEpochMs, idempotencyKey } = value as Record<string, unknown>;
   if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
     throw new SessionDBError("PROTOCOL", "request id must be an unsigned 32-bit integer");
   }
@@ -56,11 +59,14 @@ export function parseRequest(value: unknown): Request {
   if (deadlineEpochMs !== undefined && deadlineEpochMs !== null && (typeof deadlineEpochMs !== "number" || !(deadlineEpochMs > 0))) {
     throw new SessionDBError("PROTOCOL", "request deadlineEpochMs must be a positive number");
   }
+  const key = parseKey(idempotencyKey, op);
+  if (key !== null && !isWriteOp(op)) throw invalidArgument(`${op}: idempotencyKey is for writes; ${op} changes nothing`);
   return {
     id,
     op,
     args: (args as unknown[] | null | undefined) ?? [],
     ...(typeof timeoutMs === "number" ? { timeoutMs } : {}),
     ...(typeof deadlineEpochMs === "number" ? { deadlineEpochMs } : {}),
+    ...(key !== null ? { idempotencyKey: key } : {}),
   };
 }

@@ -11,6 +11,7 @@ import type { SessionDB } from "../../src/index.js";
 import { engineDifferencesContract } from "./engine-differences-contract.js";
 import { agreementContract } from "./agreement-contract.js";
 import { exportContract } from "./export-contract.js";
+import { idempotencyContract } from "./idempotency-contract.js";
 import { importContract } from "./import-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 import { listingContract } from "./listing-contract.js";
@@ -35,5 +36,6 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     lifecycleContract(open);
     engineDifferencesContract(open);
     agreementContract(open);
+    idempotencyContract(open);
   });
 }

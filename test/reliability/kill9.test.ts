@@ -39,7 +39,8 @@ test(`kill -9 at ${ROUNDS} random moments under pipelined load loses no acknowle
     // written enough in direct mode after failing over.
     const spawn = (mode: "daemon" | "auto", i: number) => {
       const tag = `r${round}${mode[0]}${i}`;
-      const until = mode === "daemon" ? { stopOnError: true } : { untilDirectAcks: DIRECT_ACKS_AFTER_FAILOVER };
+      // Without keys, so a write in flight at the kill fails (test/reliability/kill9-retries.test.ts: with them).
+      const until = mode === "daemon" ? { stopOnError: true, idempotencyKeys: false } : { untilDirectAcks: DIRECT_ACKS_AFTER_FAILOVER };
       const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, durationMs: CLIENT_LIMIT_MS, ...until });
       return { tag, mode, child };
     };

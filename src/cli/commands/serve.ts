@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { positiveInt, positiveSeconds } from "../arguments.js";
+import { positiveInt, positiveNumber, positiveSeconds } from "../arguments.js";
 import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
@@ -19,6 +19,7 @@ interface ServeFlags {
   metrics?: string;
   logFormat: LogFormat;
   slowMs: number;
+  keyRetentionHours: number;
 }
 
 export function registerServe(program: Command): void {
@@ -35,6 +36,7 @@ export function registerServe(program: Command): void {
     .option("--reader-idle <seconds>", "end a reader thread after this long without a read (the next read starts one)", positiveSeconds, 5)
     .addOption(new Option("--log-format <format>", "text lines, or one JSON object per line (time, level, event; a slow request's op, durationMs, batch)").choices(["text", "json"]).default("text"))
     .option("--slow-ms <ms>", "log a request that takes longer than this as slow (its op, duration, and the group commit it was in)", positiveInt, 1000)
+    .option("--key-retention-hours <n>", "keep each write's idempotency key at least this long (older keys are pruned a few hundred at a time)", positiveNumber, 24)
     .option("--metrics <host:port>", "serve /metrics (Prometheus text) and /health (JSON) over HTTP on this loopback address, e.g. 127.0.0.1:9464 (default: off)")
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
@@ -62,6 +64,7 @@ export function registerServe(program: Command): void {
         ...(listenFd !== null ? { listenFd } : {}),
         log: daemonLog(opts.logFormat),
         slowRequestMs: opts.slowMs,
+        keyRetentionHours: opts.keyRetentionHours,
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });

@@ -1,0 +1,106 @@
+/**
+ * Idempotency keys (issue 25), the parts every engine and mode shares: what a key may be, the
+ * digest a key's write is remembered by, how its first result is kept, and the conflict error.
+ * A write given a key is applied at most once: the key is recorded in the same transaction as
+ * the write, and the same key again answers the first result without applying anything. The
+ * engines keep the keys in a table of their own (`sessiondb_idempotency`; SQLite:
+ * sqlite/keyed-write.ts, PostgreSQL: pg/pg-keyed-write.ts).
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { invalidArgument, SessionDBError } from "../errors.js";
+import { arity } from "../engine/args.js";
+import { PARAMETER_COUNTS, type WriteOpName } from "../operation-catalogue.js";
+
+/** The table the keys live in, in the database they guard. */
+export const KEYS_TABLE = "sessiondb_idempotency";
+
+/** Longest key accepted, in UTF-16 code units. */
+export const MAX_KEY_LENGTH = 256;
+
+/** How long a key is remembered by default, at least. */
+export const DEFAULT_KEY_RETENTION_HOURS = 24;
+
+/** Most expired keys one pruning step deletes: pruning never holds the write lock long. */
+export const KEY_PRUNE_BATCH = 500;
+
+/** How often a writer prunes expired keys, at most. */
+export const KEY_PRUNE_EVERY_MS = 60_000;
+
+/** The key a client gives a write whose caller gave none: kept across the client's own re-sends. */
+export function autoKey(): string {
+  return `auto-${randomUUID()}`;
+}
+
+/** A key as a call or a request gives it: a string of 1–256 characters, or none (undefined, null). */
+export function parseKey(value: unknown, op: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw invalidArgument(`${op}: idempotencyKey must be a string, got ${typeof value}`);
+  if (value.length === 0 || value.length > MAX_KEY_LENGTH) {
+    throw invalidArgument(`${op}: idempotencyKey must be 1 to ${MAX_KEY_LENGTH} characters, got ${value.length}`);
+  }
+  return value;
+}
+
+/**
+ * The hex SHA-256 of `[op, params]` as JSON, `params` being the write's arguments as the
+ * engine-neutral parser gives them (so every mode and client encoding of one call agree).
+ * Bytes (a reference-style `tokenCountBound`) count as their hex.
+ */
+export function writeDigest(op: string, params: unknown): string {
+  const text = JSON.stringify([op, params], (_key, value: unknown) =>
+    value instanceof Uint8Array ? { bytes: Buffer.from(value).toString("hex") } : value,
+  );
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** A write's result as the table keeps it: a JSON array holding it, empty for a write that returns nothing. */
+export function encodeResult(result: unknown): string {
+  return JSON.stringify(result === undefined ? [] : [result]);
+}
+
+export function decodeResult(text: string): unknown {
+  const kept = JSON.parse(text) as unknown[];
+  return kept.length === 0 ? undefined : kept[0];
+}
+
+/** The first write under a key, as the table holds it. */
+export interface KeptWrite {
+  op: string;
+  digest: string;
+  result: string;
+}
+
+/** The first result again, or IDEMPOTENCY_CONFLICT when the key's write was another op or other arguments. */
+export function answerAgain(kept: KeptWrite, key: string, op: string, digest: string): unknown {
+  if (kept.op !== op || kept.digest !== digest) {
+    const what = kept.op !== op ? `by ${kept.op}` : `by ${op} with other arguments`;
+    throw new SessionDBError("IDEMPOTENCY_CONFLICT", `idempotencyKey ${JSON.stringify(key.slice(0, 80))} was already applied ${what}; this ${op} was not applied`);
+  }
+  return decodeResult(kept.result);
+}
+
+/** The retention option, checked: a positive number of hours, 24 by default. */
+export function keyRetentionHours(value: unknown, name: string): number {
+  if (value === undefined) return DEFAULT_KEY_RETENTION_HOURS;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw invalidArgument(`option ${name} must be a positive number of hours, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * A write's call split in two: its arguments for the engine, and the key its trailing
+ * `WriteOptions` gives (null: none). That object sits right after the operation's own parameters
+ * (`PARAMETER_COUNTS`), the method's last.
+ */
+export function splitWriteOptions(op: WriteOpName, args: readonly unknown[]): { args: unknown[]; key: string | null } {
+  const at = PARAMETER_COUNTS[op];
+  arity(args, at + 1, op);
+  if (args.length <= at) return { args: [...args], key: null };
+  const write = args[at];
+  if (write !== undefined && write !== null && (typeof write !== "object" || Array.isArray(write))) {
+    throw invalidArgument(`${op}: its last argument must be { idempotencyKey }, got ${Array.isArray(write) ? "an array" : typeof write}`);
+  }
+  const key = parseKey((write as { idempotencyKey?: unknown } | null | undefined)?.idempotencyKey, op);
+  return { args: args.slice(0, at), key };
+}

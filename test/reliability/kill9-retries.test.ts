@@ -1,0 +1,63 @@
+/**
+ * Exactly once under `kill -9` (issue 25): the daemon is killed again and again, and started
+ * again each time, while client processes pipeline appends with the client's automatic
+ * idempotency keys. Mode "daemon" clients reconnect and send each write in flight again with its
+ * key; mode "auto" clients fail over to direct mode and send them there. No call fails, and
+ * every logical append is in the file exactly once, with the id its call was answered. No
+ * assertion depends on the machine's speed: the kills come after progress, not after a time.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { shortTempDir } from "../helpers/daemon.js";
+import { rawGet } from "../helpers/raw-db.js";
+import { waitUntil } from "../helpers/wait-until.js";
+import { checkFile, loadReport, randomBetween, reconcile, scaled, serve, spawnLoad } from "./harness.js";
+
+const KILLS = scaled(3, 6);
+const WRITES_PER_CLIENT = scaled(300, 600);
+const PIPELINE = 8;
+
+function messages(dbPath: string): number {
+  return rawGet<{ n: number }>(dbPath, "SELECT count(*) AS n FROM messages")?.n ?? 0;
+}
+
+test(`kill -9 of the daemon ${KILLS} times under writers that resend with their keys: every append once, no call failed`, async (t) => {
+  const dbPath = join(shortTempDir(t), "state.db");
+  let daemon = await serve(t, dbPath, { readers: 2 });
+  const clients = (["daemon", "daemon", "auto"] as const).map((mode, i) => {
+    const tag = `k${i}${mode[0]}`;
+    const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, count: WRITES_PER_CLIENT, requestTimeoutMs: 120_000 });
+    return { tag, mode, child };
+  });
+  await Promise.all(clients.map((c) => c.child.waitForLine("acked")));
+
+  for (let kill = 0; kill < KILLS; kill++) {
+    // Some progress since the last restart, then a random moment later: writes are in flight.
+    const before = messages(dbPath);
+    await waitUntil("the writers made progress on this daemon", () => messages(dbPath) >= before + 10);
+    await sleep(randomBetween(0, 200));
+    assert.equal((await daemon.kill9()).signal, "SIGKILL");
+    daemon = await serve(t, dbPath, { readers: 2 });
+  }
+
+  const everyone = [];
+  for (const client of clients) {
+    const report = await loadReport(client.child, 600_000);
+    everyone.push({ tag: client.tag, report });
+    assert.deepEqual(report.failed.slice(0, 3), [], `${client.tag} (${client.mode}): no call failed (${JSON.stringify(report.failureCodes)})`);
+    assert.equal(report.ackCount, WRITES_PER_CLIENT, `${client.tag}: every call answered`);
+    if (client.mode === "auto") assert.equal(report.endedIn, "direct", `${client.tag} failed over at the first kill`);
+  }
+  const reconciled = reconcile(dbPath, everyone, []);
+  assert.deepEqual(reconciled.problems, [], "every append there once, with the id it was answered");
+  assert.equal(reconciled.acked, clients.length * WRITES_PER_CLIENT);
+  assert.equal(messages(dbPath), clients.length * WRITES_PER_CLIENT, "no append twice, none extra");
+  const finished = await daemon.stop();
+  assert.equal(finished.code, 0, finished.stderr);
+  const check = checkFile(dbPath);
+  assert.equal(check.integrity, "ok");
+  assert.deepEqual(check.counterMismatches, []);
+  t.diagnostic(`kill -9 x${KILLS}: ${reconciled.acked} appends from ${clients.length} writers, each once; no call failed`);
+});
