@@ -28,7 +28,7 @@ test(`kill -9 of the daemon ${KILLS} times under writers that resend with their 
   let daemon = await serve(t, dbPath, { readers: 2 });
   const clients = (["daemon", "daemon", "auto"] as const).map((mode, i) => {
     const tag = `k${i}${mode[0]}`;
-    const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, count: WRITES_PER_CLIENT, requestTimeoutMs: 120_000 });
+    const child = spawnLoad(t, { db: dbPath, mode, session: `${mode}-${i}`, tag, pipeline: PIPELINE, count: WRITES_PER_CLIENT, requestTimeoutMs: 120_000, idempotencyKeys: true });
     return { tag, mode, child };
   });
   await Promise.all(clients.map((c) => c.child.waitForLine("acked")));
