@@ -165,6 +165,7 @@ function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild
     synchronous: spec.synchronous,
     operation: mode.operation,
     inFlight: mode.inFlight,
+    keys: "keys" in mode ? mode.keys : true,
     batch: mode.batch,
     warmup: WARMUP_CALLS,
   };

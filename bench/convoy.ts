@@ -78,6 +78,10 @@ export interface ConvoyRatio {
   pingThroughput: Spread | null;
   /** daemon / daemon-ping: the share of the bare round trip's rate the appends keep. */
   appendsVsPing: Spread | null;
+  /** daemon / daemon-keyless appends/s: what idempotency keys leave of the throughput (issue 25: ≥ 0.95). */
+  keysThroughput: Spread | null;
+  /** daemon / daemon-keyless p50: what they add to an append's time. */
+  keysP50: Spread | null;
 }
 
 /**
@@ -201,6 +205,7 @@ function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: numb
   const ratios = fsyncDelaysMs.flatMap((delay) =>
     ks.map((k) => {
       const runsOfRep = perRep((rep) => [find("daemon", k, delay, rep), find("jitter", k, delay, rep), find("daemon-ping", k, delay, rep)] as const);
+      const keyless = perRep((rep) => [find("daemon", k, delay, rep), find("daemon-keyless", k, delay, rep)] as const);
       return {
         k,
         fsyncDelayMs: delay,
@@ -209,6 +214,8 @@ function summarize(runs: ConvoyRun[], skipped: ConvoyResult["skipped"], ks: numb
         max: spread(runsOfRep.map(([d, j]) => ratio(d?.latencyMs.max, j?.latencyMs.max))),
         pingThroughput: spread(runsOfRep.map(([, j, p]) => ratio(p?.appendsPerS, j?.appendsPerS))),
         appendsVsPing: spread(runsOfRep.map(([d, , p]) => ratio(d?.appendsPerS, p?.appendsPerS))),
+        keysThroughput: spread(keyless.map(([d, n]) => ratio(d?.appendsPerS, n?.appendsPerS))),
+        keysP50: spread(keyless.map(([d, n]) => ratio(d?.latencyMs.p50, n?.latencyMs.p50))),
       };
     }),
   );

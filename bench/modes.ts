@@ -6,7 +6,7 @@ import { postgresBinDir } from "../test/helpers/postgres-server.js";
 import { pythonClientMissing, pythonWorker, pythonVersion, workerScript } from "./paths.js";
 
 export const CONVOY_MODES = [
-  "busy", "jitter", "python-jitter", "python-daemon", "daemon", "daemon-ping", "daemon-pipelined", "ceiling",
+  "busy", "jitter", "python-jitter", "python-daemon", "daemon", "daemon-keyless", "daemon-ping", "daemon-pipelined", "ceiling",
   "pg-direct", "pg-daemon", "pg-daemon-2",
 ] as const;
 export type ConvoyMode = (typeof CONVOY_MODES)[number];
@@ -24,6 +24,8 @@ export interface ModeSpec {
   readonly operation: "append" | "ping";
   /** Appends each client keeps in flight. */
   readonly inFlight: number;
+  /** The daemon client gives each write an idempotency key (its default); false: none (the cost of keys, issue 25). */
+  readonly keys?: false;
   /** Appends per transaction. */
   readonly batch: number;
   /** Whether the mode's clients count application retries. */
@@ -73,6 +75,11 @@ export const MODES = {
     label: "sessiondb clients through the daemon",
     clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
     inFlight: 1, batch: 1, countsRetries: false, unavailable: always,
+  },
+  "daemon-keyless": {
+    label: "sessiondb clients through the daemon, writes without idempotency keys",
+    clients: "k", daemon: true, runtime: "node", script: () => workerScript("daemon"), operation: "append",
+    inFlight: 1, batch: 1, countsRetries: false, unavailable: always, keys: false,
   },
   "daemon-ping": {
     label: "sessiondb clients pinging the daemon: the round trip with no database work",

@@ -106,10 +106,13 @@ function convoyTable(result: BenchResult): string {
 function ratioTable(result: BenchResult): string {
   const rows = result.convoy.ratios.map((r) => [
     fsyncCell(r.fsyncDelayMs),
-    String(r.k), med(r.throughput), med(r.p99), med(r.max), med(r.pingThroughput), med(r.appendsVsPing),
+    String(r.k), med(r.throughput), med(r.p99), med(r.max), med(r.pingThroughput), med(r.appendsVsPing), med(r.keysThroughput), med(r.keysP50),
   ]);
   const table = markdownTable(
-    ["fsync", "K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max", "daemon-ping/jitter calls/s", "daemon/daemon-ping"],
+    [
+      "fsync", "K", "daemon/jitter appends/s", "daemon/jitter p99", "daemon/jitter max", "daemon-ping/jitter calls/s", "daemon/daemon-ping",
+      "keys: daemon/daemon-keyless appends/s", "keys: daemon/daemon-keyless p50",
+    ],
     rows,
   );
   return `${table}\n\ndaemon-pipelined / ceiling appends/s (${fsyncCell(result.convoy.fsyncDelaysMs[0] ?? 0)}): ${med(result.convoy.pipelinedVsCeiling)}`;

@@ -97,6 +97,6 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     autostart: (options.autostart ?? false) && !autostartDisabled(),
     autostartIdleExitMs,
     keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
-    idempotencyKeys: options.idempotencyKeys ?? false,
+    idempotencyKeys: options.idempotencyKeys ?? true,
   };
 }

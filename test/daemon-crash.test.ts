@@ -70,7 +70,8 @@ test("kill -9 of the daemon under load from several client processes loses no ac
     const before = rawGet<{ n: number }>(dbPath, "SELECT COUNT(*) AS n FROM messages")?.n ?? 0;
     const gate = `${dbPath}.gate${round}`;
     const clients = Array.from({ length: CLIENTS }, (_, i) =>
-      spawnAppender(t, { db: dbPath, session: `r${round}c${i}`, shared: "shared", sharedEvery: 3, pipeline: 8, gate }),
+      // Without keys, so the kill ends them (test/reliability/kill9-retries.test.ts: with keys, they go on).
+      spawnAppender(t, { db: dbPath, session: `r${round}c${i}`, shared: "shared", sharedEvery: 3, pipeline: 8, gate, idempotencyKeys: false }),
     );
     await releaseTogether(clients, gate);
     // Kill at a different depth of the load each round.

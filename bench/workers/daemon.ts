@@ -1,5 +1,5 @@
 /**
- * Convoy modes `daemon`, `daemon-ping` and `daemon-pipelined`: a sessiondb client of the daemon,
+ * Convoy modes `daemon`, `daemon-keyless`, `daemon-ping` and `daemon-pipelined`: a sessiondb client of the daemon,
  * keeping `inFlight` calls in flight (1: one at a time, like an agent; 64: the pipelining client).
  * Each call appends a message, or pings (the same round trip with no database work).
  */
@@ -12,7 +12,12 @@ runChild(async () => {
   const control = new ChildControl<WriterConfig>();
   const c = control.config;
   const messages = loadMessages(c.messagesFile);
-  const db = await openSessionDB({ path: c.db, mode: "daemon", ...(c.socket !== null ? { socketPath: c.socket } : {}) });
+  const db = await openSessionDB({
+    path: c.db,
+    mode: "daemon",
+    idempotencyKeys: c.keys ?? true,
+    ...(c.socket !== null ? { socketPath: c.socket } : {}),
+  });
   const daemon = db.daemon;
   if (daemon === null) throw new Error("mode daemon opened no daemon client");
   await db.createSession(c.sessionId, "bench-daemon");

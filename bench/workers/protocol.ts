@@ -26,6 +26,8 @@ export interface WriterConfig {
   batch: number;
   /** Calls made before `ready` (JIT, caches, connections warm), outside the measurement. */
   warmup: number;
+  /** The daemon client's idempotency keys on its writes (default true; false for `daemon-keyless`). */
+  keys?: boolean;
 }
 
 export interface WriterReport {

@@ -356,7 +356,9 @@ export class DaemonClient extends Store implements DaemonControl {
       return false;
     })().then((connected) => {
       this.#reconnecting = null;
-      if (connected) this.#sendUnsent();
+      // Closed meanwhile, with nothing left to send: the new connection is not kept.
+      if (connected && this.#closed !== null && this.#pending.size === 0) this.#socket.destroy();
+      else if (connected) this.#sendUnsent();
       else this.#dormant = true;
     });
   }

@@ -2,7 +2,8 @@
  * Threads of the daemon dying under load (fault injection: `SESSIONDB_FAULT_INJECTION=1`). The
  * writer thread: its in-flight writes get INTERNAL and are not applied, it is restarted, and
  * nothing acknowledged is lost; dying between a COMMIT and its answer, that batch's writes get
- * OUTCOME_UNKNOWN (they are there). A reader thread: the read it served fails with INTERNAL, the
+ * OUTCOME_UNKNOWN (they are there), or with their idempotency keys are sent again and answered
+ * their first result (each there once). A reader thread: the read it served fails with INTERNAL, the
  * pool replaces the thread, and every other read is answered correctly.
  */
 import assert from "node:assert/strict";
@@ -66,11 +67,11 @@ test(`the writer thread crashing ${WRITER_CRASHES} times under load: in-flight w
   );
 });
 
-test("the writer thread dying after a COMMIT, before it answers: that batch gets OUTCOME_UNKNOWN and is there, nothing failed INTERNAL is", async (t) => {
+test("the writer thread dying after a COMMIT, before it answers: that batch's writes without keys get OUTCOME_UNKNOWN and are there, nothing failed INTERNAL is", async (t) => {
   const dbPath = freshDbPath(t);
   const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
   const control = await daemon.open(t);
-  const db = await daemon.open(t);
+  const db = await daemon.open(t, { idempotencyKeys: false });
   await db.createSession("s", "cli");
   // A crash point the daemon does not know is refused (the wire carries whatever a client sends).
   const rawFault = controlOf(control).fault as (op: string, ...args: unknown[]) => Promise<void>;
@@ -174,4 +175,21 @@ test(`reader threads crashing mid-read (${READER_ROUNDS * CRASHES_PER_ROUND} tim
   t.diagnostic(
     `reader threads crashed ${internal}x: ${internal} reads got INTERNAL, ${checked} checked searches and ${reports.reduce((n, r) => n + r.ackCount, 0)} loader searches answered; readers ${JSON.stringify(stats.readers)}`,
   );
+});
+
+test("the writer thread dying after a COMMIT, with keys: the client sends that batch again and each write is answered its first id, each there once", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await serve(t, dbPath, { readers: 2, env: FAULTS });
+  const control = await daemon.open(t);
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  await controlOf(control).fault("faultCrashWriter", "afterCommit");
+  const writes = 200;
+  const ids = await Promise.all(Array.from({ length: writes }, (_, i) => db.appendMessage("s", { role: "user", content: `write ${i}` })));
+  const stats = await daemonStats(control);
+  assert.equal(stats.writer.restarts, 1, "the thread died committing one of these batches");
+  const stored = rawAll<{ id: number; content: string }>(dbPath, "SELECT id, content FROM messages ORDER BY id");
+  assert.deepEqual(stored, ids.map((id, i) => ({ id, content: `write ${i}` })), "every write once, with the id it was answered");
+  assert.equal((await db.getSession("s"))?.message_count, writes);
+  assert.equal(checkFile(dbPath).integrity, "ok");
 });
