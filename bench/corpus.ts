@@ -6,10 +6,10 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { ensureSchema, SCHEMA_VERSION } from "../src/engine/schema.js";
-import { catchUpCjkIndex, createCjkIndex, hasCjkIndex } from "../src/engine/cjk-index.js";
-import { DEFAULT_RETRY, inWriteTransaction } from "../src/engine/transaction.js";
+import { openConnection, type Connection } from "../src/sqlite/connection.js";
+import { ensureSchema, SCHEMA_VERSION } from "../src/sqlite/schema.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex } from "../src/sqlite/cjk-index.js";
+import { DEFAULT_RETRY, inWriteTransaction } from "../src/sqlite/transaction.js";
 import { Random } from "./random.js";
 import { CJK_TERM, COMMON_TERM, PHRASE, RARE_TERM, TextGenerator } from "./text-generator.js";
 
@@ -41,7 +41,7 @@ export interface Corpus {
   matches: Record<QueryKind, number>;
   /** Seconds spent generating; null when it came from the cache. */
   generatedInS: number | null;
-  /** The CJK substring index (src/engine/cjk-index.ts), built into the cached file once. */
+  /** The CJK substring index (src/sqlite/cjk-index.ts), built into the cached file once. */
   cjkIndex: CjkIndexCost;
 }
 

@@ -1,9 +1,9 @@
 /** Fresh database files for the runs, and the exact row check after each one. */
 import { statSync } from "node:fs";
 import Database from "better-sqlite3";
-import { openConnection } from "../src/engine/connection.js";
-import { ensureSchema } from "../src/engine/schema.js";
-import { DEFAULT_RETRY } from "../src/engine/transaction.js";
+import { openConnection } from "../src/sqlite/connection.js";
+import { ensureSchema } from "../src/sqlite/schema.js";
+import { DEFAULT_RETRY } from "../src/sqlite/transaction.js";
 import { openPgPool } from "../src/pg/pg-connection.js";
 
 /** Creates a new file with sessiondb's schema (WAL mode), as the first open of a real agent would. */

@@ -1,5 +1,5 @@
 import { databaseIdentity, socketPathFor } from "./socket-path.js";
-import { isPostgresUrl } from "./pg/pg-url.js";
+import { isPostgresUrl } from "./database-location.js";
 
 /** The files that belong to one database: named here once, so no module spells a suffix itself. */
 export interface DatabaseFiles {

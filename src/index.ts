@@ -7,9 +7,9 @@ export type {
   SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode, Engine,
   ImportOptions, ImportResult, SourceCount, WriteOptions,
 } from "./session-db.js";
-export { sanitizeTitle, MAX_TITLE_LENGTH } from "./engine/title-sanitizer.js";
-export { sanitizeFtsQuery, containsCjk } from "./engine/fts-query.js";
-export { SCHEMA_VERSION } from "./engine/schema-version.js";
-export { MAX_TEXT_BYTES, MAX_NAME_LENGTH, MAX_FILTER_ENTRIES, MAX_LIMIT } from "./engine/args.js";
+export { sanitizeTitle, MAX_TITLE_LENGTH } from "./operations/title-sanitizer.js";
+export { sanitizeFtsQuery, containsCjk } from "./operations/fts-query.js";
+export { SCHEMA_VERSION } from "./sqlite/schema-version.js";
+export { MAX_TEXT_BYTES, MAX_NAME_LENGTH, MAX_FILTER_ENTRIES, MAX_LIMIT } from "./operations/args.js";
 export { saveTrajectory, convertScratchpadToThink, hasIncompleteScratchpad } from "./trajectory.js";
 export { defaultDatabasePath, defaultSocketPath } from "./socket-path.js";

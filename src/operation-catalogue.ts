@@ -2,7 +2,7 @@
  * The catalogue of operations: every method of `SessionDB` (but `mode` and `close`), whether it
  * reads, writes or streams, and its parameters and result, taken from the interface. No SQL and
  * no driver: the wire protocol, the client, the daemon's dispatch and the CLI import this, and
- * the engine's table of implementations (`engine/operations.ts`) must satisfy it, so an
+ * the engine's table of implementations (`sqlite/operations.ts`) must satisfy it, so an
  * operation cannot be half-wired.
  */
 import type { SessionDB, WriteOptions } from "./session-db.js";
@@ -121,7 +121,7 @@ export type StreamOpName = OfKind<"stream">;
 
 /**
  * Whether a write can delete messages. The daemon's writer sweeps the CJK search index after
- * one (engine/cjk-index.ts): deleted messages leave stale entries there. Every write operation
+ * one (sqlite/cjk-index.ts): deleted messages leave stale entries there. Every write operation
  * says, so a new one cannot be left out.
  */
 const DELETES_MESSAGES = {

@@ -1,7 +1,7 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
-import { DEFAULT_RETRY, type RetryPolicy } from "./engine/transaction.js";
-import { isPostgresUrl } from "./pg/pg-url.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./sqlite/transaction.js";
+import { isPostgresUrl } from "./database-location.js";
 import { checkRegularFile } from "./regular-file.js";
 import { keyRetentionHours } from "./operations/idempotency-keys.js";
 import { databaseFiles, type DatabaseFiles } from "./database-files.js";

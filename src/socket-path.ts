@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "./errors.js";
-import { isPostgresUrl, pgIdentity } from "./pg/pg-url.js";
+import { isPostgresUrl, pgIdentity } from "./database-location.js";
 import { hermesHome, refuseTilde } from "./hermes-home.js";
 import { identityName, type FileIdentity } from "./file-identity.js";
 

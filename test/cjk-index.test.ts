@@ -1,17 +1,17 @@
 /**
- * The CJK substring index (src/engine/cjk-index.ts): the daemon keeps it, searches are served
+ * The CJK substring index (src/sqlite/cjk-index.ts): the daemon keeps it, searches are served
  * from it, and whatever happens to the messages table it answers exactly as the LIKE scan does —
- * also when the walk stops early (src/engine/cjk-search.ts): whatever order ids and times are in,
+ * also when the walk stops early (src/sqlite/cjk-search.ts): whatever order ids and times are in,
  * with filters, offsets past the point where a walk could stop, short queries, and an index that lags.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { catchUpCjkIndex, createCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
-import { parseOperation, runOperation } from "../src/engine/operations.js";
-import { ensureSchema } from "../src/engine/schema.js";
-import { DEFAULT_RETRY, inWriteTransaction } from "../src/engine/transaction.js";
+import { openConnection, type Connection } from "../src/sqlite/connection.js";
+import { catchUpCjkIndex, createCjkIndex, sweepCjkIndex } from "../src/sqlite/cjk-index.js";
+import { parseOperation, runOperation } from "../src/sqlite/operations.js";
+import { ensureSchema } from "../src/sqlite/schema.js";
+import { DEFAULT_RETRY, inWriteTransaction } from "../src/sqlite/transaction.js";
 import { openSessionDB, sanitizeFtsQuery, type SearchHit } from "../src/index.js";
 import { freshDbPath, startDaemon } from "./helpers/daemon.js";
 import { rawAll, rawGet, rawRun, rawWrite } from "./helpers/raw-db.js";

@@ -43,7 +43,7 @@ test("direct mode does load it (so the check above can fail)", () => {
 test("loading the library, the daemon or any of the CLI's commands does not load node-postgres", () => {
   const commands = readdirSync(new URL("../src/cli/commands/", import.meta.url)).filter((f) => f.endsWith(".js"));
   assert.ok(commands.includes("serve.js") && commands.includes("copy.js"), `the commands' modules: ${commands.join(", ")}`);
-  const modules = ["../src/index.js", "../src/daemon/daemon.js", "../src/pg/pg-store.js", ...commands.map((f) => `../src/cli/commands/${f}`)];
+  const modules = ["../src/index.js", "../src/daemon/daemon.js", "../src/direct/pg-store.js", ...commands.map((f) => `../src/cli/commands/${f}`)];
   const { status, stderr } = importRefusing("pg", ...modules);
   assert.equal(status, 0, stderr);
 });

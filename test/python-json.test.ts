@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { pythonJsonText } from "../src/engine/python-json.js";
+import { pythonJsonText } from "../src/operations/python-json.js";
 import { Child, lastJsonLine, runToSuccess } from "./helpers/processes.js";
 
 async function pythonDumps(values: unknown[]): Promise<string[]> {

@@ -4,8 +4,8 @@
  * swept of deleted messages' entries in transactions of its own.
  */
 import { isBusyError, toSessionDBError } from "../src/errors.js";
-import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/engine/cjk-index.js";
-import { inWriteTransaction, retryBusySync } from "../src/engine/transaction.js";
+import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/sqlite/cjk-index.js";
+import { inWriteTransaction, retryBusySync } from "../src/sqlite/transaction.js";
 import type { WriteJob } from "../src/daemon/writer-messages.js";
 import { deletesMessages } from "../src/operation-catalogue.js";
 import type { FileGuard } from "./file-guard.js";

@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { toWireError } from "../src/errors.js";
-import { ExportSnapshot } from "../src/engine/export-snapshot.js";
+import { ExportSnapshot } from "../src/sqlite/export-snapshot.js";
 import type { ExporterConfig, FromExporter, ToExporter } from "../src/daemon/export-messages.js";
 
 const config = workerData as ExporterConfig;

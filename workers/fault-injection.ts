@@ -3,7 +3,7 @@
  * set in production): the thread dies on purpose, at once or right after its next COMMIT, and the
  * file is capped to play a full disk.
  */
-import type { Connection } from "../src/engine/connection.js";
+import type { Connection } from "../src/sqlite/connection.js";
 import type { WriterCrashPoint } from "../src/protocol/control.js";
 
 export class FaultInjection {

@@ -6,7 +6,7 @@
  * TIMEOUT and never applied.
  */
 import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
-import { newerSchemaError } from "../src/engine/database-file.js";
+import { newerSchemaError } from "../src/sqlite/database-file.js";
 import { KEY_PRUNE_EVERY_MS } from "../src/operations/idempotency-keys.js";
 import { pruneKeys, runKeyedWrite } from "../src/sqlite/keyed-write.js";
 import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";

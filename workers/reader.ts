@@ -5,10 +5,10 @@
  */
 import { workerData } from "piscina";
 import { toWireError } from "../src/errors.js";
-import { openConnection, type Connection } from "../src/engine/connection.js";
-import { checkIntegrity, type CheckOptions } from "../src/engine/integrity-check.js";
-import { runOperation } from "../src/engine/operations.js";
-import { DEFAULT_RETRY, retryBusySync } from "../src/engine/transaction.js";
+import { openConnection, type Connection } from "../src/sqlite/connection.js";
+import { checkIntegrity, type CheckOptions } from "../src/sqlite/integrity-check.js";
+import { runOperation } from "../src/sqlite/operations.js";
+import { DEFAULT_RETRY, retryBusySync } from "../src/sqlite/transaction.js";
 import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
 
 const config = workerData as ReaderConfig;

@@ -1,4 +1,4 @@
-import type { Connection, Statement } from "../src/engine/connection.js";
+import type { Connection, Statement } from "../src/sqlite/connection.js";
 import type { FromWriter, WriterConfig } from "../src/daemon/writer-messages.js";
 
 /** Transaction control, prepared once: these run several times per request. */

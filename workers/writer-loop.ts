@@ -3,7 +3,7 @@
  * checkpoint, a maintenance task, a chunk of CJK upkeep, or the close) and schedules the next;
  * when nothing is left it waits, and after `idleCheckpointMs` of quiet runs a checkpoint.
  */
-import { jitterMs } from "../src/engine/transaction.js";
+import { jitterMs } from "../src/sqlite/transaction.js";
 import type { ToWriter } from "../src/daemon/writer-messages.js";
 import { CjkUpkeep } from "./cjk-upkeep.js";
 import { FaultInjection } from "./fault-injection.js";

@@ -3,10 +3,10 @@
  * backup API, a few pages per step), the full-text indexes merged in short transactions, VACUUM.
  */
 import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
-import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../src/engine/fts-merge.js";
-import { snapshotCounts } from "../src/engine/integrity-check.js";
-import { tableExists } from "../src/engine/schema.js";
-import { retryBusySync } from "../src/engine/transaction.js";
+import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../src/sqlite/fts-merge.js";
+import { snapshotCounts } from "../src/sqlite/integrity-check.js";
+import { tableExists } from "../src/sqlite/schema.js";
+import { retryBusySync } from "../src/sqlite/transaction.js";
 import type { BackupOutcome, MaintenanceTask, MergeOutcome } from "../src/daemon/writer-messages.js";
 import type { FileGuard } from "./file-guard.js";
 import type { WriterContext } from "./writer-context.js";

@@ -3,7 +3,7 @@
  * file is retried without limit (a queued request never fails for it), and a pause blocks the
  * thread, nothing else runs on it meanwhile.
  */
-import type { RetryPolicy } from "../src/engine/transaction.js";
+import type { RetryPolicy } from "../src/sqlite/transaction.js";
 
 /** The writer's own wait: short SQLite busy waits, retried without limit (never fails a request). */
 export const LOCK_RETRY: RetryPolicy = { budgetMs: Infinity, maxAttempts: Infinity, minDelayMs: 1, maxDelayMs: 10 };

@@ -9,7 +9,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { toWireError } from "../src/errors.js";
-import { openDatabase } from "../src/engine/open-database.js";
+import { openDatabase } from "../src/sqlite/open-database.js";
 import type { FromWriter, ToWriter, WriterConfig } from "../src/daemon/writer-messages.js";
 import { ensureCjkIndex } from "./cjk-upkeep.js";
 import { FileGuard } from "./file-guard.js";

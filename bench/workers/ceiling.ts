@@ -3,9 +3,9 @@
  * fresh file, sessiondb's own append SQL, `batch` appends per BEGIN IMMEDIATE … COMMIT; every
  * append in a batch gets the batch's latency.
  */
-import { openConnection } from "../../src/engine/connection.js";
-import { parseOperation, runOperation } from "../../src/engine/operations.js";
-import { inWriteTransaction } from "../../src/engine/transaction.js";
+import { openConnection } from "../../src/sqlite/connection.js";
+import { parseOperation, runOperation } from "../../src/sqlite/operations.js";
+import { inWriteTransaction } from "../../src/sqlite/transaction.js";
 import { appendLoop, asNewMessage, loadMessages } from "./append-loop.js";
 import { ChildControl, runChild } from "./child-control.js";
 import type { WriterConfig } from "./protocol.js";

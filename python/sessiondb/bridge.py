@@ -8,7 +8,7 @@ retried while the file is locked), which the daemon tolerates from any process. 
 SQLite file that exists, at schema 6, reached by a single name (a second name has its own
 ``-wal``); only when no daemon holds the file (file_guard.py), and never again once the handle
 has moved. The calls served here are the common ones, written exactly as the daemon's engine
-writes them (src/engine/sessions.ts, messages.ts; the same SQL, ``time.time()``, the client's
+writes them (src/sqlite/sessions.ts, messages.ts; the same SQL, ``time.time()``, the client's
 ``json.dumps`` text); any other call, any argument the engine would check further, any SQLite
 error (nothing is committed then) waits for the daemon and goes there, so every outcome stays
 the daemon's. Calls are serialized while here, so a call made after another one sees it, on
@@ -58,7 +58,7 @@ class Daemon(Exception):
     """This call goes to the daemon (nothing of it was written here)."""
 
 
-# -- arguments as the daemon's engine takes them (src/engine/args.ts); anything else: Daemon --
+# -- arguments as the daemon's engine takes them (src/operations/args.ts); anything else: Daemon --
 
 def _name(value: Any, empty: bool = True) -> str:
     if type(value) is not str or len(value) > MAX_NAME or (not empty and value == ""):
@@ -184,7 +184,7 @@ def _update_system_prompt(conn: sqlite3.Connection, args: List[Any]) -> Any:
 
 
 def _token_sql(absolute: bool) -> str:
-    """The engine's tokenUpdateSql (src/engine/sessions.ts), clause for clause."""
+    """The engine's tokenUpdateSql (src/sqlite/sessions.ts), clause for clause."""
     tokens = [f"{col} = :{col}" if absolute else f"{col} = {col} + :{col}" for _, col in TOKEN_COLUMNS]
     estimated = "COALESCE(:estimated, 0)" if absolute else "COALESCE(estimated_cost_usd, 0) + COALESCE(:estimated, 0)"
     actual = ":actual" if absolute else "COALESCE(actual_cost_usd, 0) + :actual"

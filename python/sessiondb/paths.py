@@ -85,7 +85,7 @@ def _user(uid: int) -> str:
 def write_refusal(path: str) -> Optional[str]:
     """Why no daemon of this user may serve the file at ``path`` (its real path), or None: it,
     or its -wal, -shm or -journal, belongs to another user, is writable by group or others, or
-    (a side file) is a link. The daemon's own rule and words (engine/file-ownership.ts), said
+    (a side file) is a link. The daemon's own rule and words (sqlite/file-ownership.ts), said
     before autostart starts a daemon that would refuse."""
     me = os.geteuid()
     for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):

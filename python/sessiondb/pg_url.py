@@ -1,5 +1,5 @@
 """PostgreSQL locations: a ``postgres://`` or ``postgresql://`` URL, read exactly as the TypeScript
-side reads it (src/pg/pg-url.ts), so both derive the same identity and so the same daemon socket:
+side reads it (src/database-location.ts), so both derive the same identity and so the same daemon socket:
 libpq's URI forms, a Unix-socket directory as ``?host=/run/pg`` or a percent-encoded host, and the
 ``PG*`` environment variables filling what the URL leaves out."""
 from __future__ import annotations

@@ -113,7 +113,7 @@ def text_list(values: Any, name: str) -> Any:
     return [text(v, f"{name}[{i}]") for i, v in enumerate(values)]
 
 
-# The daemon's largest page (src/engine/args.ts MAX_LIMIT): SQLite's LIMIT -1 ("no limit") is
+# The daemon's largest page (src/operations/args.ts MAX_LIMIT): SQLite's LIMIT -1 ("no limit") is
 # sent as this.
 MAX_LIMIT = 100_000
 

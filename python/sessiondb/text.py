@@ -1,5 +1,5 @@
-"""The reference's pure helpers, ported from the TypeScript engine (src/engine/titles.ts and
-src/engine/search.ts) so both languages give the same results (a test compares them)."""
+"""The reference's pure helpers, ported from the TypeScript engine (src/sqlite/titles.ts and
+src/sqlite/search.ts) so both languages give the same results (a test compares them)."""
 from __future__ import annotations
 
 import re

@@ -93,7 +93,7 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
 URL_SCRIPT = f"""
 import {{ readFileSync }} from "node:fs";
 import {{ defaultSocketPath, defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
-import {{ pgIdentity, pgPassword, pgUrlWithoutSecrets }} from "{REPO}/dist/src/pg/pg-url.js";
+import {{ pgIdentity, pgPassword, pgUrlWithoutSecrets }} from "{REPO}/dist/src/database-location.js";
 const {{ urls, defaults }} = JSON.parse(readFileSync(0, "utf8"));
 const withEnv = (extra) => ({{ ...process.env, ...extra }});
 console.log(JSON.stringify({{

@@ -1,6 +1,6 @@
 /** Parsers for option values: a bad value is a usage error (exit 2), reported by commander. */
 import { InvalidArgumentError } from "commander";
-import { MAX_LIMIT } from "../engine/args.js";
+import { MAX_LIMIT } from "../operations/args.js";
 
 export function positiveInt(value: string): number {
   const n = Number(value);

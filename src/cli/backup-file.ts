@@ -9,7 +9,7 @@ import { closeSync, constants, existsSync, fsyncSync, openSync, realpathSync, re
 import { basename, dirname, join, resolve } from "node:path";
 import { SessionDBError } from "../errors.js";
 import { checkReplaceableFile } from "../regular-file.js";
-import { verifyCopy, type CopyReport } from "../engine/verify-copy.js";
+import { verifyCopy, type CopyReport } from "../sqlite/verify-copy.js";
 import { backupDirect } from "../direct/direct-maintenance.js";
 import type { BackupResult } from "../protocol/control.js";
 import type { MaintenanceTarget } from "./maintenance-target.js";

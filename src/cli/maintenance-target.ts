@@ -4,7 +4,7 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl } from "../database-location.js";
 import { CliError } from "./cli-error.js";
 import { checkDatabaseFile } from "./database-file.js";
 import { connectDaemon, filesOf, globalsOf, type DaemonStore } from "./open-store.js";

@@ -10,7 +10,7 @@ import { ForeignSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
 import { refuseTilde } from "../hermes-home.js";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl } from "../database-location.js";
 import { resolveOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
 import type { OpenOptions, SessionDB } from "../session-db.js";

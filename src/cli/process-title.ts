@@ -5,7 +5,7 @@
  * password before the `@`, `password=` and `sslpassword=`). On Linux, Node writes the title over
  * the argv memory the kernel shows as cmdline, and blanks the rest of it.
  */
-import { isPostgresUrl, pgUrlWithoutSecrets } from "../pg/pg-url.js";
+import { isPostgresUrl, pgUrlWithoutSecrets } from "../database-location.js";
 
 /** An argument as `ps` may show it: a URL (alone or as `--flag=URL`) without its secrets. */
 function shown(arg: string): string {

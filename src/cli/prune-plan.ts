@@ -1,5 +1,5 @@
 /** What `prune` would delete, found before anything is: so the prompt and `--dry-run` can say it. */
-import { MAX_LIMIT } from "../engine/args.js";
+import { MAX_LIMIT } from "../operations/args.js";
 import type { SessionDB, SessionRow } from "../session-db.js";
 
 export interface PruneCandidate {

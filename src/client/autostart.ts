@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { isPostgresUrl, pgPassword, pgUrlWithoutSecrets } from "../pg/pg-url.js";
+import { isPostgresUrl, pgPassword, pgUrlWithoutSecrets } from "../database-location.js";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
-import { writeRefusal } from "../engine/file-ownership.js";
+import { writeRefusal } from "../sqlite/file-ownership.js";
 import type { ResolvedOptions } from "../options.js";
 import type { DaemonClient } from "./daemon-client.js";
 import { findDaemon, HeldFileError } from "./daemon-lookup.js";

@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { SessionDBError } from "../errors.js";
 import { fileIdentity, sameFile } from "../file-identity.js";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl } from "../database-location.js";
 import { databaseIdentity } from "../socket-path.js";
 import { userName } from "../user-name.js";
 import { checkSocket, ForeignSocketError } from "./socket-trust.js";

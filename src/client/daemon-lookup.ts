@@ -4,7 +4,7 @@ import { fileGuardState } from "../file-guard.js";
 import { fileIdentity } from "../file-identity.js";
 import type { ResolvedOptions } from "../options.js";
 import { databaseFiles } from "../database-files.js";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl } from "../database-location.js";
 import { identityLockPath, identitySocketPath } from "../socket-path.js";
 import { DaemonClient } from "./daemon-client.js";
 import { ForeignSocketError } from "./socket-trust.js";

@@ -13,7 +13,7 @@ import { invalidArgument } from "../errors.js";
 
 /**
  * The fields direct mode serializes with JSON.stringify (appendMessage's msg, createSession's
- * opts, importSession's messages; see optJson in engine/messages.ts, sessions.ts, import.ts).
+ * opts, importSession's messages; see optJson in sqlite/messages.ts, sessions.ts, import.ts).
  */
 const JSON_FIELDS: ReadonlySet<string> = new Set(["toolCalls", "reasoningDetails", "codexReasoningItems", "modelConfig", "tool_calls"]);
 

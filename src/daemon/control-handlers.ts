@@ -1,7 +1,7 @@
 import { lstatSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { invalidArgument, SessionDBError } from "../errors.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
+import { SCHEMA_VERSION } from "../sqlite/schema.js";
 import { WRITER_CRASH_POINTS, type ControlOp, type ControlResult, type DaemonStats, type HealthResult, type HelloResult, type WriterCrashPoint } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { VERSION } from "../version.js";

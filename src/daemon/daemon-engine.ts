@@ -2,9 +2,9 @@
  * What the daemon needs of a database engine: a writer that group-commits queued writes, and
  * readers that serve reads in parallel with it. SQLite's are a writer thread and a pool of
  * reader threads; PostgreSQL's are a writer connection and a pool of reader connections
- * (src/pg/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
+ * (src/daemon/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
  */
-import type { Page } from "../engine/define-operation.js";
+import type { Page } from "../sqlite/define-operation.js";
 import type { OpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";

@@ -1,6 +1,6 @@
 import { keyRetentionHours } from "../operations/idempotency-keys.js";
 import { availableParallelism } from "node:os";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { isPostgresUrl } from "../database-location.js";
 import { checkRegularFile } from "../regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";

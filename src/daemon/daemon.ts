@@ -1,10 +1,10 @@
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { invalidArgument, SessionDBError, toSessionDBError } from "../errors.js";
-import { writeRefusal } from "../engine/file-ownership.js";
-import { makePrivateDir } from "../engine/private-files.js";
+import { writeRefusal } from "../sqlite/file-ownership.js";
+import { makePrivateDir } from "../sqlite/private-files.js";
 import type { DaemonStats, HealthResult } from "../protocol/control.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
+import { SCHEMA_VERSION } from "../sqlite/schema.js";
 import { RequestCounts } from "./request-counts.js";
 import { isWriteOp } from "../operation-catalogue.js";
 import { MetricsServer } from "./metrics-server.js";
@@ -27,8 +27,8 @@ import { servableFile } from "./servable-file.js";
 import { BodyPool } from "../protocol/body-pool.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
-import { startPgEngine } from "../pg/pg-daemon-engine.js";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { startPgEngine } from "./pg-daemon-engine.js";
+import { isPostgresUrl } from "../database-location.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
 

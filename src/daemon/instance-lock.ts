@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync, unlinkSync, type Stats } from "node:fs";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
-import { openLockFile, type Connection } from "../engine/connection.js";
-import { createPrivateFile } from "../engine/private-files.js";
+import { openLockFile, type Connection } from "../sqlite/connection.js";
+import { createPrivateFile } from "../sqlite/private-files.js";
 import type { HelloResult } from "../protocol/control.js";
 import { probeDaemon } from "../protocol/probe.js";
 import { fileIdentity, sameFile, type FileIdentity } from "../file-identity.js";

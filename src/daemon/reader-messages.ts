@@ -10,7 +10,7 @@ export interface ReaderConfig {
 }
 
 /**
- * What a reader thread runs: a read operation, or `checkIntegrity` (engine/integrity-check.ts,
+ * What a reader thread runs: a read operation, or `checkIntegrity` (sqlite/integrity-check.ts,
  * params `{ quick }`), the daemon's `check`, on the thread's snapshot.
  */
 export type ReaderOp = OpName | "checkIntegrity";

@@ -1,7 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import { dirname } from "node:path";
 import { SessionDBError } from "../errors.js";
-import { createPrivateFile } from "../engine/private-files.js";
+import { createPrivateFile } from "../sqlite/private-files.js";
 import { fileIdentity, type FileIdentity } from "../file-identity.js";
 
 /**

@@ -7,8 +7,8 @@ import { ReaderPool } from "./reader-pool.js";
 import { SqliteMaintenance } from "./sqlite-maintenance.js";
 import { WalGuard } from "./wal-guard.js";
 import { WriterClient } from "./writer-client.js";
-import { SCHEMA_VERSION } from "../engine/schema.js";
-import { newerSchemaError } from "../engine/database-file.js";
+import { SCHEMA_VERSION } from "../sqlite/schema.js";
+import { newerSchemaError } from "../sqlite/database-file.js";
 
 /**
  * The SQLite engine of the daemon: the writer thread, the reader threads, and the WAL guard

@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import type { CheckOptions } from "../engine/integrity-check.js";
+import type { CheckOptions } from "../sqlite/integrity-check.js";
 import type { DatabaseFiles } from "../database-files.js";
 import type { BackupOutcome, MergeOutcome } from "./writer-messages.js";
 import type { BackupResult, CheckResult, OptimizeResult } from "../protocol/control.js";

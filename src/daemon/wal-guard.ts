@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { walHeldError } from "../engine/export-snapshot.js";
+import { walHeldError } from "../sqlite/export-snapshot.js";
 import type { ExportThreads } from "./export-threads.js";
 import type { DirectoryWatch } from "./directory-watch.js";
 import type { ReaderPool } from "./reader-pool.js";

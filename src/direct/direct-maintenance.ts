@@ -4,13 +4,13 @@
  * restart), the merge takes the write lock one short step at a time, like the daemon's writer.
  */
 import { statSync } from "node:fs";
-import { openConnection, type BackupStep, type Connection } from "../engine/connection.js";
-import { notHermesFile } from "../engine/database-file.js";
-import { writeRefusal } from "../engine/file-ownership.js";
-import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../engine/fts-merge.js";
-import { checkIntegrity, snapshotCounts } from "../engine/integrity-check.js";
-import { tableExists } from "../engine/schema.js";
-import { DEFAULT_RETRY, inWriteTransaction, retryBusySync } from "../engine/transaction.js";
+import { openConnection, type BackupStep, type Connection } from "../sqlite/connection.js";
+import { notHermesFile } from "../sqlite/database-file.js";
+import { writeRefusal } from "../sqlite/file-ownership.js";
+import { ftsMergeStep, MergePace, MERGED_INDEXES } from "../sqlite/fts-merge.js";
+import { checkIntegrity, snapshotCounts } from "../sqlite/integrity-check.js";
+import { tableExists } from "../sqlite/schema.js";
+import { DEFAULT_RETRY, inWriteTransaction, retryBusySync } from "../sqlite/transaction.js";
 import type { BackupResult, CheckResult, OptimizeResult } from "../protocol/control.js";
 
 const BUSY_TIMEOUT_MS = 5000;

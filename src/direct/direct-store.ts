@@ -2,17 +2,17 @@ import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isBusyError, SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import type { Connection } from "../engine/connection.js";
-import { newerSchemaError } from "../engine/database-file.js";
-import { openDatabase } from "../engine/open-database.js";
-import { makePrivateDir } from "../engine/private-files.js";
-import { catchUpCjkIndex } from "../engine/cjk-index.js";
-import { EXPORT_WAL_GROWTH_LIMIT, ExportSnapshot, walHeldError } from "../engine/export-snapshot.js";
-import { parseOperation, runOperation } from "../engine/operations.js";
+import type { Connection } from "../sqlite/connection.js";
+import { newerSchemaError } from "../sqlite/database-file.js";
+import { openDatabase } from "../sqlite/open-database.js";
+import { makePrivateDir } from "../sqlite/private-files.js";
+import { catchUpCjkIndex } from "../sqlite/cjk-index.js";
+import { EXPORT_WAL_GROWTH_LIMIT, ExportSnapshot, walHeldError } from "../sqlite/export-snapshot.js";
+import { parseOperation, runOperation } from "../sqlite/operations.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { pruneKeys, runKeyedWrite } from "../sqlite/keyed-write.js";
-import { busyFailure, inWriteTransaction, retryDelayMs } from "../engine/transaction.js";
+import { busyFailure, inWriteTransaction, retryDelayMs } from "../sqlite/transaction.js";
 import { Store } from "../store.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
 
@@ -33,7 +33,7 @@ export class DirectStore extends Store {
   #db: Connection | null;
   /**
    * Why every write fails, when the connection is read-only: a newer Hermes made the file
-   * (SCHEMA), or it is not this user's to write (PERMISSION, engine/file-ownership.ts).
+   * (SCHEMA), or it is not this user's to write (PERMISSION, sqlite/file-ownership.ts).
    */
   readonly #writeRefusal: ((op: string) => SessionDBError) | null;
   #writesSinceCheckpoint = 0;

@@ -1,6 +1,6 @@
 import type { ResolvedOptions } from "../options.js";
-import { PgStore } from "../pg/pg-store.js";
-import { isPostgresUrl } from "../pg/pg-url.js";
+import { PgStore } from "./pg-store.js";
+import { isPostgresUrl } from "../database-location.js";
 import { DirectStore } from "./direct-store.js";
 
 /** A store in this process: the SQLite file, or a PostgreSQL database through a small pool. */

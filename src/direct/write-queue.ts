@@ -1,5 +1,5 @@
 import { SessionDBError } from "../errors.js";
-import { parseOperation } from "../engine/operations.js";
+import { parseOperation } from "../sqlite/operations.js";
 import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
 
 /** Writes of one handle, run one after another in the order they were made. */

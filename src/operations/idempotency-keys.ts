@@ -8,7 +8,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { invalidArgument, SessionDBError } from "../errors.js";
-import { arity } from "../engine/args.js";
+import { arity } from "./args.js";
 import { PARAMETER_COUNTS, type WriteOpName } from "../operation-catalogue.js";
 
 /** The table the keys live in, in the database they guard. */

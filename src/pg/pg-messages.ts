@@ -1,9 +1,9 @@
 /** Messages, the rich listing, compression chains and per-source counts on PostgreSQL (SPEC §3). */
 import { invalidArgument } from "../errors.js";
-import { now } from "../engine/connection.js";
-import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../engine/rows.js";
-import { PROJECTED, preview } from "../engine/listing.js";
-import { toConversation, toolCallCount, type StoredConversationRow } from "../engine/messages.js";
+import { now } from "../sqlite/connection.js";
+import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
+import { PROJECTED, preview } from "../sqlite/listing.js";
+import { toConversation, toolCallCount, type StoredConversationRow } from "../sqlite/messages.js";
 import type { MessageRow, RichSessionRow, SourceCount } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { list, one, rows, type PgRunners } from "./pg-operation.js";
@@ -19,7 +19,7 @@ export async function messagesOf(db: PgQueryable, sessionId: string): Promise<Me
 
 const MAX_CHAIN_HOPS = 100;
 
-/** As engine/listing.ts: follow 'compression' ends to the newest child started after the end. */
+/** As sqlite/listing.ts: follow 'compression' ends to the newest child started after the end. */
 async function compressionTip(db: PgQueryable, id: string): Promise<string> {
   let current = id;
   for (let hop = 0; hop < MAX_CHAIN_HOPS; hop++) {

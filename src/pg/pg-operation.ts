@@ -5,8 +5,8 @@
  * caller (direct mode, or the daemon's writer with a savepoint per request).
  */
 import type { OpName, ResultOf } from "../operation-catalogue.js";
-import type { Page } from "../engine/define-operation.js";
-import type { operations } from "../engine/operations.js";
+import type { Page } from "../sqlite/define-operation.js";
+import type { operations } from "../sqlite/operations.js";
 import type { PgQueryable } from "./pg-connection.js";
 
 /** An operation's checked arguments, as the engine's `parse` gives them. */

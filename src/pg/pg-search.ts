@@ -5,8 +5,8 @@
  * case, as SQLite's, found through an `ILIKE` the `pg_trgm` index serves. Context (the messages before and after in the same session) comes in the same
  * statement.
  */
-import { escapeLike } from "../engine/connection.js";
-import { containsCjk, sanitizeFtsQuery, type SearchParams } from "../engine/search.js";
+import { escapeLike } from "../sqlite/connection.js";
+import { containsCjk, sanitizeFtsQuery, type SearchParams } from "../sqlite/search.js";
 import type { SearchHit } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { ftsToTsquery } from "./fts-to-tsquery.js";

@@ -1,8 +1,8 @@
 /** Sessions and titles on PostgreSQL: SPEC §3 from createSession to pruneSessions, but messages. */
 import { invalidArgument, SessionDBError } from "../errors.js";
-import { escapeLike, now } from "../engine/connection.js";
-import { SESSION_SELECT } from "../engine/rows.js";
-import { counterOverflow, TOKEN_FIELDS } from "../engine/sessions.js";
+import { escapeLike, now } from "../sqlite/connection.js";
+import { SESSION_SELECT } from "../operations/rows.js";
+import { counterOverflow, TOKEN_FIELDS } from "../sqlite/sessions.js";
 import type { SessionRow } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { changes, likeAsciiCase, one, rows, type PgRunners } from "./pg-operation.js";
@@ -19,7 +19,7 @@ const TOKEN_COLUMNS = TOKEN_FIELDS.map(([, col]) => col);
 const TEXT_COLUMNS = ["cost_status", "cost_source", "pricing_version", "billing_provider", "billing_base_url", "billing_mode", "model"] as const;
 const NEWEST_WINS = new Set(["cost_status", "cost_source", "pricing_version"]);
 
-/** The per-column rules of SPEC §3 (see engine/sessions.ts), with positional parameters. */
+/** The per-column rules of SPEC §3 (see sqlite/sessions.ts), with positional parameters. */
 function tokenUpdateSql(absolute: boolean): string {
   let n = 1;
   const tokens = TOKEN_COLUMNS.map((col) => `${col} = ${absolute ? "" : `${col} + `}$${++n}::bigint`);

@@ -5,7 +5,7 @@
  * while it is open, VACUUM keeps the row versions it may still see.
  */
 import { SessionDBError } from "../errors.js";
-import type { Page } from "../engine/define-operation.js";
+import type { Page } from "../sqlite/define-operation.js";
 import type { OpName, StreamOpName } from "../operation-catalogue.js";
 import type { DaemonSnapshots, ReadSnapshot, SnapshotStats } from "../daemon/daemon-engine.js";
 import type { PgClient, PgPool, PgQueryable } from "./pg-connection.js";

@@ -1,9 +1,9 @@
 /** Exports (one session, or all streamed in keyset pages) and `importSession` on PostgreSQL. */
 import { SessionDBError } from "../errors.js";
-import type { ExportCursor } from "../engine/export.js";
-import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS } from "../engine/export.js";
-import type { ImportParams } from "../engine/import.js";
-import { MESSAGE_COLUMNS, SESSION_COLUMNS, SESSION_SELECT } from "../engine/rows.js";
+import type { ExportCursor } from "../sqlite/export.js";
+import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS } from "../sqlite/export.js";
+import type { ImportParams } from "../sqlite/import.js";
+import { MESSAGE_COLUMNS, SESSION_COLUMNS, SESSION_SELECT } from "../operations/rows.js";
 import type { ImportResult, SessionExport, SessionRow } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { messagesOf } from "./pg-messages.js";

@@ -4,7 +4,7 @@
  * runs with fault injection on.
  */
 import type { Engine } from "../session-db.js";
-import type { IntegrityReport } from "../engine/integrity-check.js";
+import type { IntegrityReport } from "../sqlite/integrity-check.js";
 
 /** The answer to `check`: SQLite's integrity check and the search indexes' own, on one snapshot. */
 export type CheckResult = IntegrityReport;

@@ -6,8 +6,8 @@
  * never sees it, and one that has it is still a schema-6 file the reference reads and writes.
  */
 import { errorCode } from "../errors.js";
-import { now, sql, type Connection } from "../engine/connection.js";
-import { runOperation } from "../engine/operations.js";
+import { now, sql, type Connection } from "./connection.js";
+import { runOperation } from "./operations.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import { answerAgain, encodeResult, KEY_PRUNE_BATCH, KEYS_TABLE, writeDigest, type KeptWrite } from "../operations/idempotency-keys.js";
 

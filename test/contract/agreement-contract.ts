@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isPostgresUrl } from "../../src/pg/pg-url.js";
+import { isPostgresUrl } from "../../src/database-location.js";
 import type { SessionExport } from "../../src/index.js";
 import { lastJsonLine, runToSuccess, sourceFixture, spawnPython } from "../helpers/processes.js";
 import { rawAll, rawGet } from "../helpers/raw-db.js";

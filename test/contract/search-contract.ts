@@ -1,7 +1,7 @@
 /** Full-text search: the sanitizer, FTS5, filters, context and the CJK fallback (SPEC §3.1). */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isPostgresUrl } from "../../src/pg/pg-url.js";
+import { isPostgresUrl } from "../../src/database-location.js";
 import { containsCjk, MAX_NAME_LENGTH, sanitizeFtsQuery, type SearchHit, type SessionDB } from "../../src/index.js";
 import { rawRun, rawWrite } from "../helpers/raw-db.js";
 import { fresh, setMessage, setSession, T0, type Opener } from "./fixture.js";

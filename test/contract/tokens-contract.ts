@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { SessionRow } from "../../src/index.js";
-import { isPostgresUrl as isPostgres } from "../../src/pg/pg-url.js";
+import { isPostgresUrl as isPostgres } from "../../src/database-location.js";
 import { rawGet, rawRun } from "../helpers/raw-db.js";
 import { expectCode, fresh, type Opener } from "./fixture.js";
 

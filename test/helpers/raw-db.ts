@@ -5,7 +5,7 @@
  * the store under test (direct or daemon) sees the change as it would any other writer's.
  */
 import Database from "better-sqlite3";
-import { isPostgresUrl } from "../../src/pg/pg-url.js";
+import { isPostgresUrl } from "../../src/database-location.js";
 import { pgAll, pgRun, pgWrite, type PgRawWriter } from "./raw-pg.js";
 
 type Raw = Database.Database;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
-import type { IntegrityReport } from "../../engine/integrity-check.js";
+import type { IntegrityReport } from "../../sqlite/integrity-check.js";
 import { checkDirect } from "../../direct/direct-maintenance.js";
 import { plural } from "../format.js";
 import { withMaintenanceTarget } from "../maintenance-target.js";

@@ -11,7 +11,7 @@ import type { Command } from "commander";
 import { Presets, SingleBar } from "cli-progress";
 import { SessionDBError } from "../../errors.js";
 import { openSessionDB } from "../../open.js";
-import { isPostgresUrl } from "../../pg/pg-url.js";
+import { isPostgresUrl } from "../../database-location.js";
 import type { SessionDB, SessionExport } from "../../session-db.js";
 import { databaseIdentity, realDatabasePath } from "../../socket-path.js";
 import { CliError } from "../cli-error.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
-import { isPostgresUrl } from "../../pg/pg-url.js";
+import { isPostgresUrl } from "../../database-location.js";
 import type { Engine } from "../../session-db.js";
 import { duration, plural, size } from "../format.js";
 import { daemonOrRefusal, filesOf, globalsOf } from "../open-store.js";

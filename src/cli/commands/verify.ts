@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { checkRegularFile } from "../../regular-file.js";
 import type { Command } from "commander";
 import { SessionDBError } from "../../errors.js";
-import { verifyCopy, type CopyReport } from "../../engine/verify-copy.js";
+import { verifyCopy, type CopyReport } from "../../sqlite/verify-copy.js";
 import { size } from "../format.js";
 import { globalsOf } from "../open-store.js";
 import { Output } from "../output.js";

@@ -1,11 +1,11 @@
 /** Session titles: cleaning, uniqueness, lookup, and numbered lineages (SPEC §3, "Titles"). */
 import { SessionDBError } from "../errors.js";
 import type { SessionRow } from "../session-db.js";
-import { optText, str, type Args } from "./args.js";
+import { optText, str, type Args } from "../operations/args.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
-import { SESSION_SELECT } from "./rows.js";
-import { MAX_TITLE_LENGTH, sanitizeTitle } from "./title-sanitizer.js";
+import { SESSION_SELECT } from "../operations/rows.js";
+import { MAX_TITLE_LENGTH, sanitizeTitle } from "../operations/title-sanitizer.js";
 
 export { MAX_TITLE_LENGTH, sanitizeTitle };
 

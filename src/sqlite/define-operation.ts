@@ -1,5 +1,5 @@
 import type { OpName } from "../operation-catalogue.js";
-import type { Args } from "./args.js";
+import type { Args } from "../operations/args.js";
 import type { Connection } from "./connection.js";
 
 /**

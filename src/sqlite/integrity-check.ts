@@ -27,7 +27,7 @@ export interface IntegrityReport {
   problems: string[];
   /** The full-text index `messages_fts`: its structure, and (unless quick) that it indexes exactly the messages. */
   fts: IndexReport;
-  /** The CJK substring index `messages_cjk` (engine/cjk-index.ts): its structure and its state row. */
+  /** The CJK substring index `messages_cjk` (sqlite/cjk-index.ts): its structure and its state row. */
   cjk: IndexReport;
   /** At the snapshot checked; null when the file is too damaged to count. */
   sessions: number | null;

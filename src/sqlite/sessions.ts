@@ -4,10 +4,10 @@ import type { SessionRow } from "../session-db.js";
 import {
   checkTotalText, count, field, jsonColumn, nonEmpty, optBool, optBoundCount, optCount, optNumber, optObject, optStr,
   optText, str,
-} from "./args.js";
+} from "../operations/args.js";
 import { escapeLike, now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
-import { SESSION_SELECT } from "./rows.js";
+import { SESSION_SELECT } from "../operations/rows.js";
 
 export function getSessionRow(db: Connection, id: string): SessionRow | null {
   return (sql(db, `SELECT ${SESSION_SELECT} FROM sessions s WHERE s.id = ?`).get(id) as SessionRow | undefined) ?? null;

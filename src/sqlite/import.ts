@@ -6,12 +6,12 @@ import { invalidArgument } from "../errors.js";
 import type { ImportResult } from "../session-db.js";
 import {
   field, nonEmpty, optBool, optCount, optInteger, optJson, optNumber, optObject, optStr, optText, truthy,
-} from "./args.js";
+} from "../operations/args.js";
 import { noteCjkBackfill } from "./cjk-index.js";
 import { sql, type Connection } from "./connection.js";
 import { write } from "./define-operation.js";
-import { containsCjk } from "./fts-query.js";
-import { MESSAGE_COLUMNS, SESSION_COLUMNS } from "./rows.js";
+import { containsCjk } from "../operations/fts-query.js";
+import { MESSAGE_COLUMNS, SESSION_COLUMNS } from "../operations/rows.js";
 import { toolCallCount } from "./messages.js";
 import { assertTitleFree, sanitizeTitle } from "./titles.js";
 

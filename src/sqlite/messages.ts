@@ -2,10 +2,10 @@
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
   checkTotalText, field, jsonColumn, nonEmpty, optBoundCount, optInteger, optObject, optStr, optText, str, type Args,
-} from "./args.js";
+} from "../operations/args.js";
 import { now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
-import { decodeJson, decodeMessage, MESSAGE_SELECT } from "./rows.js";
+import { decodeJson, decodeMessage, MESSAGE_SELECT } from "../operations/rows.js";
 
 /** Tool calls counted for a message: an array's length, 1 for any other value, 0 when absent. */
 export function toolCallCount(toolCalls: unknown): number {

@@ -1,17 +1,17 @@
 import { SessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import { parseOperation } from "../engine/operations.js";
+import { parseOperation } from "../sqlite/operations.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
-import { parseCall, WriteQueue } from "../direct/write-queue.js";
+import { parseCall, WriteQueue } from "./write-queue.js";
 import { Store } from "../store.js";
-import { openPgPool, type PgClient, type PgPool } from "./pg-connection.js";
-import { prunePgKeys, runPgKeyedWrite } from "./pg-keyed-write.js";
-import { toPgSessionDBError } from "./pg-errors.js";
-import { runPgOperation } from "./pg-operations.js";
-import { PgSnapshot } from "./pg-snapshot.js";
+import { openPgPool, type PgClient, type PgPool } from "../pg/pg-connection.js";
+import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
+import { toPgSessionDBError } from "../pg/pg-errors.js";
+import { runPgOperation } from "../pg/pg-operations.js";
+import { PgSnapshot } from "../pg/pg-snapshot.js";
 import { openPgDatabase } from "./pg-open.js";
-import { inPgTransaction } from "./pg-transaction.js";
+import { inPgTransaction } from "../pg/pg-transaction.js";
 
 /** Connections of one direct-mode handle: a few reads in parallel beside the writes, which go one at a time. */
 const DIRECT_POOL_SIZE = 4;

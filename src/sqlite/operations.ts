@@ -4,7 +4,7 @@
  * its kinds are the catalogue's, checked by `satisfies`.
  */
 import { OPERATION_KINDS, PARAMETER_COUNTS, type OpName, type ResultOf } from "../operation-catalogue.js";
-import { arity, type Args } from "./args.js";
+import { arity, type Args } from "../operations/args.js";
 import type { Connection } from "./connection.js";
 import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
 import * as exporting from "./export.js";

@@ -25,7 +25,7 @@
  * is an outlier instead: it is checked by every search, like the messages above the mark.
  */
 import { sql, type Connection } from "./connection.js";
-import { containsCjk } from "./fts-query.js";
+import { containsCjk } from "../operations/fts-query.js";
 import { SCHEMA_VERSION } from "./schema.js";
 
 const CREATE_SQL = `

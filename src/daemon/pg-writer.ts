@@ -1,17 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
-import { jitterMs, type RetryPolicy } from "../engine/transaction.js";
+import { jitterMs, type RetryPolicy } from "../sqlite/transaction.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
-import type { DaemonWriter } from "../daemon/daemon-engine.js";
-import { commitFigures, Window } from "../daemon/writer-client.js";
-import { CommitHistograms } from "../daemon/commit-histograms.js";
-import type { PgClient, PgPool } from "./pg-connection.js";
-import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "./pg-errors.js";
+import type { DaemonWriter } from "./daemon-engine.js";
+import { commitFigures, Window } from "./writer-client.js";
+import { CommitHistograms } from "./commit-histograms.js";
+import type { PgClient, PgPool } from "../pg/pg-connection.js";
+import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "../pg/pg-errors.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
-import { prunePgKeys, runPgKeyedWrite } from "./pg-keyed-write.js";
-import { reconnectDelayMs } from "./pg-backoff.js";
-import { readOnly } from "./pg-store.js";
+import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
+import { reconnectDelayMs } from "../pg/pg-backoff.js";
+import { readOnly } from "../direct/pg-store.js";
 
 interface Job {
   op: WriteOpName;

@@ -2,12 +2,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
 import type { ReaderStats } from "../protocol/control.js";
-import type { DaemonReaders } from "../daemon/daemon-engine.js";
-import type { ReadRequester } from "../daemon/reader-pool.js";
-import type { PgPool } from "./pg-connection.js";
-import { isConnectionError, toPgSessionDBError } from "./pg-errors.js";
-import { runPgOperation } from "./pg-operations.js";
-import { reconnectDelayMs } from "./pg-backoff.js";
+import type { DaemonReaders } from "./daemon-engine.js";
+import type { ReadRequester } from "./reader-pool.js";
+import type { PgPool } from "../pg/pg-connection.js";
+import { isConnectionError, toPgSessionDBError } from "../pg/pg-errors.js";
+import { runPgOperation } from "../pg/pg-operations.js";
+import { reconnectDelayMs } from "../pg/pg-backoff.js";
 
 /** The daemon's readers on PostgreSQL: a pool of connections of their own, beside the writer's. */
 export class PgReaders implements DaemonReaders {

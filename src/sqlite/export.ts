@@ -1,10 +1,10 @@
 /** Exports: one session, or every session streamed in pages (SPEC §3, exportSession/exportAll). */
 import type { SessionExport, SessionRow } from "../session-db.js";
-import { field, optObject, optStr, str } from "./args.js";
+import { field, optObject, optStr, str } from "../operations/args.js";
 import { sql } from "./connection.js";
 import { messagesOf } from "./messages.js";
 import { read, stream } from "./define-operation.js";
-import { SESSION_SELECT } from "./rows.js";
+import { SESSION_SELECT } from "../operations/rows.js";
 import { getSessionRow } from "./sessions.js";
 import { inReadSnapshot } from "./transaction.js";
 

@@ -1,14 +1,14 @@
-import type { DaemonEngine } from "../daemon/daemon-engine.js";
-import type { ResolvedDaemonOptions } from "../daemon/daemon-options.js";
-import { DEFAULT_RETRY } from "../engine/transaction.js";
-import { openPgPool } from "./pg-connection.js";
-import { toPgSessionDBError } from "./pg-errors.js";
-import { openPgDatabase } from "./pg-open.js";
+import type { DaemonEngine } from "./daemon-engine.js";
+import type { ResolvedDaemonOptions } from "./daemon-options.js";
+import { DEFAULT_RETRY } from "../sqlite/transaction.js";
+import { openPgPool } from "../pg/pg-connection.js";
+import { toPgSessionDBError } from "../pg/pg-errors.js";
+import { openPgDatabase } from "../direct/pg-open.js";
 import { PgReaders } from "./pg-readers.js";
-import { PgSnapshots } from "./pg-snapshot.js";
+import { PgSnapshots } from "../pg/pg-snapshot.js";
 import { PgWriter } from "./pg-writer.js";
-import { readOnly } from "./pg-store.js";
-import { PG_SCHEMA_VERSION, pgSchemaVersion } from "./pg-schema.js";
+import { readOnly } from "../direct/pg-store.js";
+import { PG_SCHEMA_VERSION, pgSchemaVersion } from "../pg/pg-schema.js";
 
 /**
  * The daemon's PostgreSQL engine: one writer connection (group commit) and `readers` reader

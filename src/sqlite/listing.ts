@@ -1,9 +1,9 @@
 /** The rich session listing and compression chains (SPEC §3, "Compression chains", "listSessionsRich"). */
 import type { RichSessionRow } from "../session-db.js";
-import { count, field, optBool, optObject, optStr, optStrList, str } from "./args.js";
+import { count, field, optBool, optObject, optStr, optStrList, str } from "../operations/args.js";
 import { sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
-import { SESSION_SELECT } from "./rows.js";
+import { SESSION_SELECT } from "../operations/rows.js";
 
 const MAX_CHAIN_HOPS = 100;
 

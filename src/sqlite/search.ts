@@ -1,11 +1,11 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
 import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
-import { count, field, optObject, optStrList, str } from "./args.js";
+import { count, field, optObject, optStrList, str } from "../operations/args.js";
 import { CANDIDATES_FROM, cjkCandidates } from "./cjk-search.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
-import { containsCjk, sanitizeFtsQuery } from "./fts-query.js";
+import { containsCjk, sanitizeFtsQuery } from "../operations/fts-query.js";
 import { inReadSnapshot } from "./transaction.js";
 
 export { containsCjk, sanitizeFtsQuery };
