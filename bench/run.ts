@@ -17,7 +17,7 @@ const USAGE = `Usage: npm run bench [-- options]
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)
   --reps N               repetitions of the matrix (quick 1, full 3)
-  --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-ping, daemon-pipelined,
+  --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-keyless, daemon-ping, daemon-pipelined,
                          ceiling, pg-direct, pg-daemon, pg-daemon-2 (the pg- modes run on a throwaway
                          PostgreSQL server with its defaults, synchronous_commit=on; skipped without
                          /usr/lib/postgresql/*/bin)

@@ -11,12 +11,16 @@ import { runOperation } from "./operations.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import { answerAgain, encodeResult, KEY_PRUNE_BATCH, KEYS_TABLE, writeDigest, type KeptWrite } from "../operations/idempotency-keys.js";
 
+/**
+ * No index on `created_at`: a third B-tree written by every keyed write cost throughput. Rows are
+ * appended in time order, so the oldest have the lowest rowids and pruning reads them from there.
+ */
 const TABLE_SQL = `CREATE TABLE IF NOT EXISTS ${KEYS_TABLE} (
-  key TEXT PRIMARY KEY, op TEXT NOT NULL, digest TEXT NOT NULL, result TEXT NOT NULL, created_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS idx_${KEYS_TABLE}_created ON ${KEYS_TABLE}(created_at);`;
+  key TEXT PRIMARY KEY, op TEXT NOT NULL, digest TEXT NOT NULL, result TEXT NOT NULL, created_at REAL NOT NULL)`;
 const FIND_SQL = `SELECT op, digest, result FROM ${KEYS_TABLE} WHERE key = ?`;
 const KEEP_SQL = `INSERT INTO ${KEYS_TABLE} (key, op, digest, result, created_at) VALUES (?, ?, ?, ?, ?)`;
-const PRUNE_SQL = `DELETE FROM ${KEYS_TABLE} WHERE rowid IN (SELECT rowid FROM ${KEYS_TABLE} WHERE created_at < ? ORDER BY created_at LIMIT ?)`;
+/** The first KEY_PRUNE_BATCH rows by rowid (the oldest), those of them past the retention: a bounded read and delete. */
+const PRUNE_SQL = `DELETE FROM ${KEYS_TABLE} WHERE rowid IN (SELECT rowid FROM ${KEYS_TABLE} ORDER BY rowid LIMIT ?) AND created_at < ?`;
 
 function isMissingTable(err: unknown): boolean {
   return errorCode(err) === "SQLITE_ERROR" && err instanceof Error && err.message.includes(`no such table: ${KEYS_TABLE}`);
@@ -50,11 +54,11 @@ export function runKeyedWrite(db: Connection, op: WriteOpName, params: unknown, 
 
 /**
  * Deletes at most KEY_PRUNE_BATCH keys older than `retentionHours`, oldest first (inside the
- * caller's write transaction). Returns how many; 0 when the file has no keys table.
+ * caller's write transaction); a clock set back leaves a newer row first a while, which only delays pruning. Returns how many; 0 when the file has no keys table.
  */
 export function pruneKeys(db: Connection, retentionHours: number): number {
   try {
-    return sql(db, PRUNE_SQL).run(now() - retentionHours * 3600, KEY_PRUNE_BATCH).changes;
+    return sql(db, PRUNE_SQL).run(KEY_PRUNE_BATCH, now() - retentionHours * 3600).changes;
   } catch (err) {
     if (isMissingTable(err)) return 0;
     throw err;
