@@ -6,7 +6,7 @@ import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import type { Engine } from "./session-db.js";
 import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
-import type { DaemonControl } from "./protocol/control.js";
+import type { DaemonControl } from "./daemon-control.js";
 import { Store } from "./store.js";
 
 /** How long a failing-over handle waits for a stopping daemon to close the connection. */

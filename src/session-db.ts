@@ -9,7 +9,8 @@
  */
 import type { DatabaseFiles } from "./database-files.js";
 import type { ConversationMessage, MessageRow, NewMessage, SearchHit, SearchOptions } from "./message-types.js";
-import type { DaemonControl } from "./protocol/control.js";
+import type { DaemonControl } from "./daemon-control.js";
+import type { Engine } from "./engine-kind.js";
 import type {
   CreateSessionOptions, ExportOptions, ImportOptions, ImportResult, ListSessionsOptions, PruneOptions, RichSessionRow,
   SearchSessionsOptions, SessionExport, SessionRow, SourceCount, TokenUpdateOptions, TokenUsage,
@@ -24,8 +25,7 @@ export type { OpenOptions, RetryOptions } from "./open-options.js";
 
 export type Mode = "direct" | "daemon";
 
-/** The database behind a handle: a SQLite file, or a PostgreSQL database (a `postgres://` URL). */
-export type Engine = "sqlite" | "postgres";
+export type { Engine } from "./engine-kind.js";
 
 /**
  * The last argument of every write (issue 25). `idempotencyKey` (1–256 characters): the write is

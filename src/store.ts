@@ -1,7 +1,7 @@
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "./operation-catalogue.js";
 import { autoKey, splitWriteOptions } from "./operations/idempotency-keys.js";
 import type { DatabaseFiles } from "./database-files.js";
-import type { DaemonControl } from "./protocol/control.js";
+import type { DaemonControl } from "./daemon-control.js";
 import type { Engine, Mode, SessionDB } from "./session-db.js";
 
 type Call<K extends CallOpName> = Promise<ResultOf<K>>;

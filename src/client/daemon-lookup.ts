@@ -143,7 +143,7 @@ export async function directOptions(options: ResolvedOptions, nobodyHolds = fals
 
 /** The lock files of this file's dead daemon, if any are left (stale-locks.ts). */
 async function removeStaleLocks(options: ResolvedOptions, identityLock: string): Promise<void> {
-  const { removeStaleLock } = await import("../daemon/stale-locks.js");
+  const { removeStaleLock } = await import("../sqlite/stale-locks.js");
   removeStaleLock(options.files.lock);
   removeStaleLock(identityLock);
 }

@@ -14,7 +14,7 @@ import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } 
 import type { FileIdentity } from "../file-identity.js";
 import { identityLockPath, identitySocketPath, privateRuntimeDir, runtimeDirPath } from "../socket-path.js";
 import { acquireFileGuard, acquireInstanceLock, InstanceLock } from "./instance-lock.js";
-import { sweepStaleIdentityLocks } from "./stale-locks.js";
+import { sweepStaleIdentityLocks } from "../sqlite/stale-locks.js";
 import { DaemonSocket } from "./daemon-socket.js";
 import { FileWatch } from "./file-watch.js";
 import { DirectoryWatch } from "./directory-watch.js";

@@ -3,11 +3,11 @@ import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import { DEFAULT_RETRY } from "../sqlite/transaction.js";
 import { openPgPool } from "../pg/pg-connection.js";
 import { toPgSessionDBError } from "../pg/pg-errors.js";
-import { openPgDatabase } from "../direct/pg-open.js";
+import { openPgDatabase } from "../pg/pg-open.js";
 import { PgReaders } from "./pg-readers.js";
-import { PgSnapshots } from "../pg/pg-snapshot.js";
+import { PgSnapshots } from "./pg-snapshots.js";
 import { PgWriter } from "./pg-writer.js";
-import { readOnly } from "../direct/pg-store.js";
+import { readOnly } from "../pg/pg-errors.js";
 import { PG_SCHEMA_VERSION, pgSchemaVersion } from "../pg/pg-schema.js";
 
 /**

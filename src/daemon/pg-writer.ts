@@ -11,7 +11,7 @@ import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBE
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
 import { reconnectDelayMs } from "../pg/pg-backoff.js";
-import { readOnly } from "../direct/pg-store.js";
+import { readOnly } from "../pg/pg-errors.js";
 
 interface Job {
   op: WriteOpName;

@@ -7,10 +7,11 @@ import { parseCall, WriteQueue } from "./write-queue.js";
 import { Store } from "../store.js";
 import { openPgPool, type PgClient, type PgPool } from "../pg/pg-connection.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
-import { toPgSessionDBError } from "../pg/pg-errors.js";
+import { readOnly, toPgSessionDBError } from "../pg/pg-errors.js";
 import { runPgOperation } from "../pg/pg-operations.js";
 import { PgSnapshot } from "../pg/pg-snapshot.js";
-import { openPgDatabase } from "./pg-open.js";
+import { snapshotPage } from "../pg/pg-snapshot-page.js";
+import { openPgDatabase } from "../pg/pg-open.js";
 import { inPgTransaction } from "../pg/pg-transaction.js";
 
 /** Connections of one direct-mode handle: a few reads in parallel beside the writes, which go one at a time. */
@@ -87,7 +88,7 @@ export class PgStore extends Store {
       let cursor: unknown = null;
       do {
         this.#checkOpen();
-        const page = await snapshot.page(name, params, cursor);
+        const page = await snapshotPage(snapshot, name, params, cursor);
         yield* page.items as Array<ResultOf<K>>;
         cursor = page.next;
       } while (cursor !== null);
@@ -104,8 +105,4 @@ export class PgStore extends Store {
   #checkOpen(): void {
     if (this.#closed !== null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
   }
-}
-
-export function readOnly(): SessionDBError {
-  return new SessionDBError("SCHEMA", "this PostgreSQL database was written by a newer sessiondb; it is open read-only");
 }

@@ -62,3 +62,8 @@ export function toPgSessionDBError(err: unknown): SessionDBError {
   if (cls === "XX") return new SessionDBError("CORRUPT", message, { cause: err });
   return new SessionDBError("INTERNAL", message, { cause: err });
 }
+
+/** The refusal of a write to a database whose schema is newer than this sessiondb's. */
+export function readOnly(): SessionDBError {
+  return new SessionDBError("SCHEMA", "this PostgreSQL database was written by a newer sessiondb; it is open read-only");
+}

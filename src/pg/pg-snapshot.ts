@@ -4,13 +4,8 @@
  * messages; every page of an export) matches one moment. The cost of a long one is the server's:
  * while it is open, VACUUM keeps the row versions it may still see.
  */
-import { SessionDBError } from "../errors.js";
-import type { Page } from "../sqlite/define-operation.js";
-import type { OpName, StreamOpName } from "../operation-catalogue.js";
-import type { DaemonSnapshots, ReadSnapshot, SnapshotStats } from "../daemon/daemon-engine.js";
 import type { PgClient, PgPool, PgQueryable } from "./pg-connection.js";
 import { toPgSessionDBError } from "./pg-errors.js";
-import { runPgPage } from "./pg-operations.js";
 
 const BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -54,9 +49,9 @@ export class PgSnapshot {
     return new PgSnapshot(client);
   }
 
-  async page(op: OpName, params: unknown, cursor: unknown): Promise<Page<unknown, unknown>> {
-    if (this.#closed) throw new SessionDBError("CLOSED", `${op}: its snapshot was closed`);
-    return runPgPage(this.client, op, params, cursor).catch((err: unknown) => Promise.reject(toPgSessionDBError(err)));
+  /** Whether `close` was called. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** Ends the transaction and gives the connection back (dropped if it failed). Idempotent. */
@@ -66,51 +61,5 @@ export class PgSnapshot {
     let broken = false;
     await this.client.query("COMMIT").catch(() => (broken = true));
     this.client.release(broken);
-  }
-}
-
-/**
- * The PostgreSQL daemon's snapshots for streamed reads: connections of a pool of their own (so a
- * slow export never takes a reader connection from point reads), at most `max` at once; further
- * exports wait for one in the pool.
- */
-export class PgSnapshots implements DaemonSnapshots {
-  readonly #pool: PgPool;
-  readonly #open = new Set<PgSnapshot>();
-  #pagesRead = 0;
-  #closed = false;
-
-  constructor(pool: PgPool) {
-    this.#pool = pool;
-  }
-
-  async open(op: StreamOpName, params: unknown, deadline: number): Promise<ReadSnapshot> {
-    if (this.#closed) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
-    if (Date.now() >= deadline) throw new SessionDBError("TIMEOUT", `${op} was not started before its deadline`);
-    const snapshot = await PgSnapshot.open(this.#pool);
-    this.#open.add(snapshot);
-    return {
-      page: async (cursor, pageDeadline) => {
-        if (Date.now() >= pageDeadline) throw new SessionDBError("TIMEOUT", `${op}: its next page was not started before its deadline`);
-        const page = await snapshot.page(op, params, cursor);
-        this.#pagesRead++;
-        return page;
-      },
-      close: async () => {
-        this.#open.delete(snapshot);
-        await snapshot.close();
-      },
-    };
-  }
-
-  stats(): SnapshotStats {
-    return { open: this.#open.size, pagesRead: this.#pagesRead };
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    await Promise.all([...this.#open].map((s) => s.close()));
-    this.#open.clear();
-    await this.#pool.end().catch(() => undefined);
   }
 }

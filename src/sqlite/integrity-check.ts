@@ -9,30 +9,9 @@
 import { sql, type Connection } from "./connection.js";
 import { toSessionDBError } from "../errors.js";
 import { tableExists } from "./schema.js";
+import type { IndexReport, IntegrityReport } from "../integrity-report.js";
 
-export interface IndexReport {
-  /** False when the file has no such index (the CJK index is the daemon's, made on first serve). */
-  present: boolean;
-  ok: boolean;
-  problems: string[];
-}
-
-export interface IntegrityReport {
-  ok: boolean;
-  /** `quick_check` instead of `integrity_check`. */
-  quick: boolean;
-  /** Whether the full-text index was compared with the messages. */
-  ftsContent: boolean;
-  /** What SQLite's check found, other than in the two indexes below (empty when it said "ok"). */
-  problems: string[];
-  /** The full-text index `messages_fts`: its structure, and (unless quick) that it indexes exactly the messages. */
-  fts: IndexReport;
-  /** The CJK substring index `messages_cjk` (sqlite/cjk-index.ts): its structure and its state row. */
-  cjk: IndexReport;
-  /** At the snapshot checked; null when the file is too damaged to count. */
-  sessions: number | null;
-  messages: number | null;
-}
+export type { IndexReport, IntegrityReport };
 
 /** Most problem lines SQLite reports (its own default is 100). */
 const MAX_PROBLEMS = 100;

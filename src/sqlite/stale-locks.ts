@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { openLockFile, type Connection } from "../sqlite/connection.js";
+import { openLockFile, type Connection } from "./connection.js";
 
 /**
  * Lock files of daemons that are gone (issue 30): `<db>.daemon-lock` of a daemon killed before it
