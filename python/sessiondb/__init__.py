@@ -8,6 +8,7 @@ from .errors import (
 from .errors import (
     BusyError, CorruptError, DaemonError, NoFileConnectionError, OverloadedError, SchemaError, StorageIOError,
 )
+from .errors import IdempotencyConflictError, SpooledError
 from .paths import default_database_path, default_socket_path, real_database_path
 from .protocol import PROTOCOL_VERSION
 from .text import MAX_TITLE_LENGTH, contains_cjk, sanitize_fts5_query, sanitize_title
@@ -33,5 +34,5 @@ __all__ = [
 ]
 __all__ += [
     "BusyError", "CorruptError", "DaemonError", "NoFileConnectionError", "OverloadedError", "SchemaError",
-    "StorageIOError",
+    "StorageIOError", "IdempotencyConflictError", "SpooledError",
 ]

@@ -15,7 +15,8 @@ from .autostart import IDLE_EXIT_S
 from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
 from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
-from .operations import READ, Operations
+from .idempotency import KEYED_OPS, Resends, write_key
+from .operations import READ, WRITE, Operations
 from .paths import check_socket_trust
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
 
@@ -67,7 +68,7 @@ class AsyncConnection:
             raise
         return connection
 
-    def _send(self, op: str, args: List[Any], deadline: float, slot: Any) -> int:
+    def _send(self, op: str, args: List[Any], deadline: float, slot: Any, key: Optional[str] = None) -> int:
         """Registers and writes the request in one step (no await: nothing can cut in)."""
         if self.lost:
             raise Lost(sent=False)
@@ -75,15 +76,16 @@ class AsyncConnection:
         if ms is None:
             raise DeadlineError("TIMEOUT", f"{op}: the deadline passed before it was sent")
         request_id = self._next_id
-        frame = request_frame(request_id, op, args, ms)
+        frame = request_frame(request_id, op, args, ms, key)
         self._next_id = 1 if self._next_id >= 0xFFFFFFFF else self._next_id + 1
         self._pending[request_id] = slot
         self._writer.write(frame)
         return request_id
 
-    async def request(self, op: str, kind: str, args: List[Any], deadline: float, grace: float = GRACE_S) -> Any:
+    async def request(self, op: str, kind: str, args: List[Any], deadline: float, grace: float = GRACE_S,
+                      key: Optional[str] = None) -> Any:
         future = asyncio.get_running_loop().create_future()
-        request_id = self._send(op, args, deadline, future)
+        request_id = self._send(op, args, deadline, future, key)
         started = time.monotonic()
         try:
             reply = await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - started) + grace)
@@ -269,14 +271,31 @@ class AsyncSessionDB(Operations):
                 self._connection = await self._open(deadline)
             return self._connection
 
-    async def _call(self, op: str, kind: str, args: List[Any]) -> Any:
+    async def _call(self, op: str, kind: str, args: List[Any], key: Optional[str] = None) -> Any:
         attempts = Attempts(self._target, op, kind)
+        if kind == WRITE and op in KEYED_OPS:
+            return await self._keyed_write(op, args, write_key(key), attempts.deadline)
         for _ in attempts:
             try:
                 return await (await self._connected(attempts.deadline)).request(op, kind, args, attempts.deadline)
             except Lost as lost:
                 attempts.lost(lost)
         raise attempts.exhausted()
+
+    async def _keyed_write(self, op: str, args: List[Any], key: str, deadline: float) -> Any:
+        """As SessionDB's: the keyed write sent again until its deadline while its fate is unknown."""
+        resends = Resends(op, deadline)
+        while True:
+            try:
+                return await (await self._connected(deadline)).request(op, WRITE, args, deadline, key=key)
+            except Lost as lost:
+                resends.sent = resends.sent or lost.sent
+                err: BaseException = self._target.lost_write(op) if lost.sent else self._target.no_daemon(
+                    f"the connection was lost before {op} was sent")
+            except SessionDBError as failed:
+                resends.sent = resends.sent or failed.code == "OUTCOME_UNKNOWN"
+                err = failed
+            await asyncio.sleep(resends.again(err))
 
     async def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         return [item async for item in self.iter_export_all(source)]

@@ -11,9 +11,12 @@ from . import forks
 from .autostart import IDLE_EXIT_S, autostart_disabled, daemon_command, start_daemon
 from .bridge import Bridge, Daemon
 from .connection import Connection, Lost, NoDaemon
-from .errors import ClosedError, FilePermissionError, InvalidArgumentError, UnavailableError, UntrustedSocketError
+from .errors import (
+    ClosedError, FilePermissionError, InvalidArgumentError, SessionDBError, UnavailableError, UntrustedSocketError,
+)
 from .file_connection import FileConnection
-from .operations import READ, Operations
+from .idempotency import KEYED_OPS, Resends, write_key
+from .operations import READ, WRITE, Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .immediate_write import write_immediately
 from .paths import (
@@ -341,18 +344,39 @@ class SessionDB(Operations):
                 self._connection = self._target.connect(deadline)
             return self._connection
 
-    def _call(self, op: str, kind: str, args: List[Any]) -> Any:
+    def _call(self, op: str, kind: str, args: List[Any], key: Optional[str] = None) -> Any:
         attempts = Attempts(self._target, op, kind)
+        keyed = kind == WRITE and op in KEYED_OPS
+        if keyed:
+            key = write_key(key)
         if self._bridge is not None:
             result = self._bridged(op, args, attempts.deadline)
             if result is not _NOT_BRIDGED:
                 return result
+        if keyed:
+            return self._keyed_write(op, args, key, attempts.deadline)
         for _ in attempts:
             try:
                 return self._connected(attempts.deadline).request(op, kind, args, attempts.deadline)
             except Lost as lost:
                 attempts.lost(lost)
         raise attempts.exhausted()
+
+    def _keyed_write(self, op: str, args: List[Any], key: str, deadline: float) -> Any:
+        """A write with its key, sent again until its deadline while its fate is unknown
+        (idempotency.py): applied once however often it is sent."""
+        resends = Resends(op, deadline)
+        while True:
+            try:
+                return self._connected(deadline).request(op, WRITE, args, deadline, key=key)
+            except Lost as lost:
+                resends.sent = resends.sent or lost.sent
+                err: BaseException = self._target.lost_write(op) if lost.sent else self._target.no_daemon(
+                    f"the connection was lost before {op} was sent")
+            except SessionDBError as failed:
+                resends.sent = resends.sent or failed.code == "OUTCOME_UNKNOWN"
+                err = failed
+            time.sleep(resends.again(err))
 
     def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         """Every session (newest first, children included) with its messages, as a list."""

@@ -135,13 +135,13 @@ class Connection:
             if not self._pending:
                 self._idle.notify_all()
 
-    def _send(self, request_id: int, op: str, args: List[Any], deadline: float) -> None:
+    def _send(self, request_id: int, op: str, args: List[Any], deadline: float, key: Optional[str] = None) -> None:
         """Sends the request, or raises with nothing applied (a TIMEOUT, a bad argument, Lost)."""
         ms = remaining_ms(deadline - time.monotonic())
         try:
             if ms is None:
                 raise DeadlineError("TIMEOUT", f"{op}: the deadline passed before it was sent")
-            frame = request_frame(request_id, op, args, ms)
+            frame = request_frame(request_id, op, args, ms, key)
         except SessionDBError:
             self._forget(request_id)
             raise
@@ -154,9 +154,10 @@ class Connection:
             self._lose()
             raise Lost(sent=False) from None
 
-    def request(self, op: str, kind: str, args: List[Any], deadline: float, grace: float = GRACE_S) -> Any:
+    def request(self, op: str, kind: str, args: List[Any], deadline: float, grace: float = GRACE_S,
+                key: Optional[str] = None) -> Any:
         request_id, pending = self._register(streaming=False)
-        self._send(request_id, op, args, deadline)
+        self._send(request_id, op, args, deadline, key)
         started = time.monotonic()
         if not pending.event.wait(max(0.0, deadline - started) + grace):
             self._forget(request_id)

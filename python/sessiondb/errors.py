@@ -127,6 +127,16 @@ class DaemonError(SessionDBError, sqlite3.OperationalError):
     see the reference's failure."""
 
 
+class IdempotencyConflictError(SessionDBError, ValueError):
+    """IDEMPOTENCY_CONFLICT: the ``idempotency_key`` was already applied by another op or with
+    other arguments; nothing was applied (the first write stays as it was)."""
+
+
+class SpooledError(SessionDBError, sqlite3.OperationalError):
+    """SPOOLED: the write could not be applied before its deadline and is in the caller's durable
+    spool; it will be applied exactly once, in order."""
+
+
 _CLASSES: Dict[str, Type[SessionDBError]] = {
     "INVALID_ARGUMENT": InvalidArgumentError,
     "TITLE_TOO_LONG": TitleTooLongError,
@@ -146,6 +156,8 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
     "INTERNAL": DaemonError,
     "BUSY": BusyError,
     "OVERLOADED": OverloadedError,
+    "IDEMPOTENCY_CONFLICT": IdempotencyConflictError,
+    "SPOOLED": SpooledError,
 }
 
 

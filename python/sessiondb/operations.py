@@ -40,7 +40,8 @@ def bound_counts(usage: dict) -> dict:
 
 
 class Operations:
-    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args)`` and
+    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args, key=None)``
+    (``key``: a write's ``idempotency_key``, see idempotency.py) and
     ``_result(value)`` (a result known without asking the daemon, as ``_call`` returns one).
 
     Arguments go through the reference's rules first (reference_args): what sqlite3 would bind
@@ -52,7 +53,7 @@ class Operations:
 
     def create_session(self, session_id: str, source: str, model: Optional[str] = None,
                        model_config: Optional[dict] = None, system_prompt: Optional[str] = None,
-                       user_id: Optional[str] = None, parent_session_id: Optional[str] = None) -> Any:
+                       user_id: Optional[str] = None, parent_session_id: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             raise no_session_id()
         if source is None:
@@ -61,23 +62,24 @@ class Operations:
                         userId=text(user_id, "user_id"), parentSessionId=text(parent_session_id, "parent_session_id"))
         with_json(opts, "modelConfig", model_config)
         # The reference returns the id it was given (an int stays an int).
-        return self._then(self._call("createSession", WRITE, [text(session_id, "session_id"), text(source, "source"), opts]),
+        return self._then(self._call("createSession", WRITE, [text(session_id, "session_id"), text(source, "source"), opts],
+                                     idempotency_key),
                           session_id)
 
-    def end_session(self, session_id: str, end_reason: str) -> Any:
+    def end_session(self, session_id: str, end_reason: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("endSession", WRITE, [text(session_id, "session_id"), text(end_reason, "end_reason")])
+        return self._call("endSession", WRITE, [text(session_id, "session_id"), text(end_reason, "end_reason")], idempotency_key)
 
-    def reopen_session(self, session_id: str) -> Any:
+    def reopen_session(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("reopenSession", WRITE, [text(session_id, "session_id")])
+        return self._call("reopenSession", WRITE, [text(session_id, "session_id")], idempotency_key)
 
-    def update_system_prompt(self, session_id: str, system_prompt: str) -> Any:
+    def update_system_prompt(self, session_id: str, system_prompt: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("updateSystemPrompt", WRITE, [text(session_id, "session_id"), text(system_prompt, "system_prompt")])
+        return self._call("updateSystemPrompt", WRITE, [text(session_id, "session_id"), text(system_prompt, "system_prompt")], idempotency_key)
 
     def update_token_counts(self, session_id: str, input_tokens: Optional[int] = 0,
                             output_tokens: Optional[int] = 0, model: Optional[str] = None,
@@ -88,7 +90,7 @@ class Operations:
                             cost_source: Optional[str] = None, pricing_version: Optional[str] = None,
                             billing_provider: Optional[str] = None,
                             billing_base_url: Optional[str] = None,
-                            billing_mode: Optional[str] = None, absolute: bool = False) -> Any:
+                            billing_mode: Optional[str] = None, absolute: bool = False, *, idempotency_key: Optional[str] = None) -> Any:
         # An explicit None token count is sent as null: it writes NULL, as the reference's SQL does.
         # Counts are added (``col + ?``) or, with absolute, stored (``col = ?``), each by SQLite's rule.
         count = integer if absolute else addend
@@ -108,14 +110,15 @@ class Operations:
         if session_id is None:
             return self._result(None)
         return self._call("updateTokenCounts", WRITE,
-                          [text(session_id, "session_id"), bound_counts(usage), {"absolute": bool(absolute)}])
+                          [text(session_id, "session_id"), bound_counts(usage), {"absolute": bool(absolute)}],
+                          idempotency_key)
 
-    def ensure_session(self, session_id: str, source: str = "unknown", model: Optional[str] = None) -> Any:
+    def ensure_session(self, session_id: str, source: str = "unknown", model: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             raise no_session_id()
         if source is None:
             raise not_null("sessions.source")
-        return self._call("ensureSession", WRITE, [text(session_id, "session_id"), text(source, "source"), text(model, "model")])
+        return self._call("ensureSession", WRITE, [text(session_id, "session_id"), text(source, "source"), text(model, "model")], idempotency_key)
 
     def get_session(self, session_id: str) -> Any:
         if session_id is None:
@@ -133,13 +136,13 @@ class Operations:
     MAX_TITLE_LENGTH = 100
     sanitize_title = staticmethod(sanitize_title)
 
-    def set_session_title(self, session_id: str, title: Optional[str]) -> Any:
+    def set_session_title(self, session_id: str, title: Optional[str], *, idempotency_key: Optional[str] = None) -> Any:
         # The reference cleans the title first: a title that is no string raises its TypeError,
         # one too long its ValueError, before anything else.
         sanitize_title(title)
         if session_id is None:
             return self._result(False)
-        return self._call("setSessionTitle", WRITE, [text(session_id, "session_id"), title if title else None])
+        return self._call("setSessionTitle", WRITE, [text(session_id, "session_id"), title if title else None], idempotency_key)
 
     def get_session_title(self, session_id: str) -> Any:
         if session_id is None:
@@ -179,7 +182,7 @@ class Operations:
                        tool_name: Optional[str] = None, tool_calls: Any = None,
                        tool_call_id: Optional[str] = None, token_count: Optional[int] = None,
                        finish_reason: Optional[str] = None, reasoning: Optional[str] = None,
-                       reasoning_details: Any = None, codex_reasoning_items: Any = None) -> Any:
+                       reasoning_details: Any = None, codex_reasoning_items: Any = None, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             raise not_null("messages.session_id")
         if role is None:
@@ -192,7 +195,7 @@ class Operations:
         with_json(msg, "toolCalls", tool_calls)
         with_json(msg, "reasoningDetails", reasoning_details)
         with_json(msg, "codexReasoningItems", codex_reasoning_items)
-        return self._call("appendMessage", WRITE, [text(session_id, "session_id"), msg])
+        return self._call("appendMessage", WRITE, [text(session_id, "session_id"), msg], idempotency_key)
 
     def get_messages(self, session_id: str) -> Any:
         if session_id is None:
@@ -240,24 +243,24 @@ class Operations:
             return self._result(None)
         return self._call("exportSession", READ, [text(session_id, "session_id")])
 
-    def clear_messages(self, session_id: str) -> Any:
+    def clear_messages(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("clearMessages", WRITE, [text(session_id, "session_id")])
+        return self._call("clearMessages", WRITE, [text(session_id, "session_id")], idempotency_key)
 
-    def pop_message(self, session_id: str) -> Any:
+    def pop_message(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         """Not in the reference: removes the session's newest message and returns it (as
         ``get_messages`` shows it), or None when it has none; the counters follow. One write."""
-        return self._call("popMessage", WRITE, [session_id])
+        return self._call("popMessage", WRITE, [session_id], idempotency_key)
 
-    def delete_session(self, session_id: str) -> Any:
+    def delete_session(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(False)
-        return self._call("deleteSession", WRITE, [text(session_id, "session_id")])
+        return self._call("deleteSession", WRITE, [text(session_id, "session_id")], idempotency_key)
 
-    def prune_sessions(self, older_than_days: float = 90, source: Optional[str] = None) -> Any:
+    def prune_sessions(self, older_than_days: float = 90, source: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Any:
         # The reference computes ``time.time() - older_than_days * 86400`` in Python first, so
         # what that arithmetic refuses raises its TypeError here too.
         0.0 - older_than_days * 86400
         opts = optional(olderThanDays=float(older_than_days), source=text(source, "source") if source else None)
-        return self._call("pruneSessions", WRITE, [opts])
+        return self._call("pruneSessions", WRITE, [opts], idempotency_key)

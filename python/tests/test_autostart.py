@@ -254,33 +254,35 @@ def test_a_read_in_flight_when_the_connection_drops_is_retried_once(tmp: Path):
         fake.close()
 
 
-def test_a_write_in_flight_when_the_connection_drops_fails_unavailable_and_is_not_resent(tmp: Path):
+def sent_keys(fake: FakeDaemon, op: str) -> List[str]:
+    return [r.get("idempotencyKey") for r in fake.requests if r["op"] == op]
+
+
+def test_a_write_in_flight_when_the_connection_drops_is_resent_with_its_key(tmp: Path):
     fake = flaky_daemon(tmp, "appendMessage")
     try:
         with SessionDB(tmp / "state.db", autostart=False) as db:
-            with pytest.raises(UnavailableError) as caught:
-                db.append_message("s", "user", "once")
-            assert "may or may not have been applied" in str(caught.value)
-            assert db.session_count() == {"answered": "sessionCount"}  # the next call reconnects
-        assert [r["op"] for r in fake.requests].count("appendMessage") == 1
+            assert db.append_message("s", "user", "once") == {"answered": "appendMessage"}
+            assert db.session_count() == {"answered": "sessionCount"}
+        keys = sent_keys(fake, "appendMessage")
+        assert len(keys) == 2 and keys[0] == keys[1] and keys[0].startswith("auto-")
     finally:
         fake.close()
 
 
-def test_async_read_retried_and_write_not_resent(tmp: Path):
+def test_async_read_retried_and_write_resent_with_its_key(tmp: Path):
     import asyncio
 
     fake = flaky_daemon(tmp, "appendMessage")
 
     async def main():
         async with AsyncSessionDB(tmp / "state.db", autostart=False) as db:
-            with pytest.raises(UnavailableError):
-                await db.append_message("s", "user", "once")
+            assert await db.append_message("s", "user", "once", idempotency_key="mine") == {"answered": "appendMessage"}
             assert await db.get_session("s") == {"answered": "getSession"}
 
     try:
         asyncio.run(main())
-        assert [r["op"] for r in fake.requests].count("appendMessage") == 1
+        assert sent_keys(fake, "appendMessage") == ["mine", "mine"]
     finally:
         fake.close()
 

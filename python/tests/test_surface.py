@@ -47,14 +47,23 @@ def reference_signatures():
         yield name, inspect.signature(namespace[name])
 
 
+WRITES = {"create_session", "end_session", "reopen_session", "update_system_prompt", "update_token_counts",
+          "ensure_session", "set_session_title", "append_message", "clear_messages", "delete_session",
+          "prune_sessions", "pop_message"}
+
+
 def shape(signature):
-    return [(p.name, p.default, p.kind) for p in signature.parameters.values()]
+    """The reference's parameters; a write's keyword-only idempotency_key (issue 25) comes after them."""
+    return [(p.name, p.default, p.kind) for p in signature.parameters.values() if p.name != "idempotency_key"]
 
 
 def test_methods_parameters_and_defaults_are_the_references():
     for cls in (SessionDB, AsyncSessionDB):
         for name, expected in reference_signatures():
             assert shape(inspect.signature(getattr(cls, name))) == shape(expected), f"{cls.__name__}.{name}"
+        for name in WRITES:
+            key = inspect.signature(getattr(cls, name)).parameters["idempotency_key"]
+            assert (key.kind, key.default) == (inspect.Parameter.KEYWORD_ONLY, None), f"{cls.__name__}.{name}"
         for name, params in STATIC.items():
             assert isinstance(inspect.getattr_static(cls, name), staticmethod), name
             assert list(inspect.signature(getattr(cls, name)).parameters) == params

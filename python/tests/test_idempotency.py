@@ -1,0 +1,131 @@
+"""Idempotency keys from Python on a real daemon (issue 25): the same key twice is one row and the
+same id, another call under a used key is IDEMPOTENCY_CONFLICT, a key sent by the TypeScript
+client and then by Python is one write, and Python writers whose daemon is killed -9 again and
+again resend on their own: every append present exactly once, no call failed."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_sql
+from sessiondb import IdempotencyConflictError, InvalidArgumentError, SessionDB
+
+INDEX = REPO / "dist" / "src" / "index.js"
+
+
+def test_the_same_key_twice_is_one_row_and_the_same_id(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli", idempotency_key="create-s")
+        first = db.append_message("s", "user", "hello", idempotency_key="turn-1")
+        assert db.append_message("s", "user", "hello", idempotency_key="turn-1") == first
+        db.create_session("s", "cli", idempotency_key="create-s")
+        assert [m["content"] for m in db.get_messages("s")] == ["hello"]
+        assert db.get_session("s")["message_count"] == 1
+
+
+def test_a_key_reused_with_other_arguments_is_refused_and_nothing_applied(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        db.append_message("s", "user", "hello", idempotency_key="k")
+        with pytest.raises(IdempotencyConflictError) as caught:
+            db.append_message("s", "user", "other", idempotency_key="k")
+        assert caught.value.code == "IDEMPOTENCY_CONFLICT" and isinstance(caught.value, ValueError)
+        with pytest.raises(IdempotencyConflictError):
+            db.end_session("s", "done", idempotency_key="k")
+        assert [m["content"] for m in db.get_messages("s")] == ["hello"]
+        assert db.get_session("s")["ended_at"] is None
+
+
+@pytest.mark.parametrize("key", ["", "x" * 257, 7])
+def test_a_bad_key_is_invalid_argument_and_nothing_sent(start_daemon, tmp: Path, key):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        with pytest.raises(InvalidArgumentError):
+            db.append_message("s", "user", "hello", idempotency_key=key)
+        assert db.message_count("s") == 0
+
+
+def ts_append(db: Path, key: str, content: str) -> str:
+    """appendMessage from the TypeScript client (mode daemon), with the key; its outcome as JSON."""
+    script = f"""
+import {{ openSessionDB }} from {json.dumps(INDEX.as_uri())};
+const db = await openSessionDB({{ path: {json.dumps(str(db))}, mode: "daemon", autostart: false }});
+try {{
+  const id = await db.appendMessage("s", {{ role: "user", content: {json.dumps(content)} }}, {{ idempotencyKey: {json.dumps(key)} }});
+  console.log(JSON.stringify({{ id }}));
+}} catch (err) {{
+  console.log(JSON.stringify({{ code: err.code }}));
+}} finally {{
+  await db.close();
+}}
+"""
+    out = subprocess.run(["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_keys_from_typescript_and_python_on_one_daemon(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        from_ts = ts_append(daemon.db, "shared-1", "from either")
+        assert db.append_message("s", "user", "from either", idempotency_key="shared-1") == from_ts["id"]
+        from_py = db.append_message("s", "user", "python first", idempotency_key="shared-2")
+        assert ts_append(daemon.db, "shared-2", "python first") == {"id": from_py}
+        # The same key with other arguments, across the two languages: refused both ways.
+        assert ts_append(daemon.db, "shared-2", "something else") == {"code": "IDEMPOTENCY_CONFLICT"}
+        with pytest.raises(IdempotencyConflictError):
+            db.append_message("s", "assistant", "from either", idempotency_key="shared-1")
+        assert [m["content"] for m in db.get_messages("s")] == ["from either", "python first"]
+
+
+WRITERS = 4
+APPENDS = 60
+KILLS = 4
+
+
+def test_kill_9_of_the_daemon_in_a_loop_under_python_writers_loses_and_doubles_nothing(start_daemon, tmp: Path):
+    path = tmp / "state.db"
+    daemon = start_daemon(path)
+    with SessionDB(path, autostart=False) as setup:
+        for w in range(WRITERS):
+            setup.create_session(f"w{w}", "cli")
+    progress = threading.Condition()
+    done = [0] * WRITERS
+    errors = []
+
+    def write(w: int) -> None:
+        # A generous deadline: the daemon is restarted within it however loaded the machine is.
+        with SessionDB(path, autostart=False, timeout=120) as db:
+            for i in range(APPENDS):
+                try:
+                    db.append_message(f"w{w}", "user", f"w{w} m{i}")
+                except Exception as err:  # the test's point: no call fails
+                    errors.append((w, i, err))
+                    return
+                with progress:
+                    done[w] += 1
+                    progress.notify_all()
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for k in range(KILLS):
+        # Wait for a state (more appends made since the last kill), never for a time.
+        target = (k + 1) * APPENDS * WRITERS // (KILLS + 2)
+        with progress:
+            progress.wait_for(lambda: sum(done) >= target or errors or not any(t.is_alive() for t in threads))
+        daemon.kill()
+        daemon = start_daemon(path)
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for w in range(WRITERS):
+        rows = run_sql(path, "SELECT content FROM messages WHERE session_id = ? ORDER BY id", (f"w{w}",))
+        assert [r[0] for r in rows] == [f"w{w} m{i}" for i in range(APPENDS)]
