@@ -1,6 +1,6 @@
 /**
  * The `sessiondb` command, end to end: every command against a real database file, run once
- * with no daemon (`cli.test.ts`) and once with `serve` running for the file (`cli-daemon.test.ts`).
+ * with no daemon (`cli/cli.test.ts`) and once with `serve` running for the file (`cli/daemon.test.ts`).
  * The output a person reads is checked for what they rely on; the `--json` shapes exactly.
  */
 import assert from "node:assert/strict";

@@ -1,3 +1,0 @@
-import { runServedContractSuite } from "./contract/served-suite.js";
-
-runServedContractSuite("daemon");

@@ -1,4 +1,0 @@
-import { openSessionDB } from "../src/index.js";
-import { runContractSuite } from "./contract/contract-suite.js";
-
-runContractSuite("direct", (path) => openSessionDB({ path, mode: "direct" }));

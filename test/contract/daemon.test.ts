@@ -1,0 +1,3 @@
+import { runServedContractSuite } from "./served-suite.js";
+
+runServedContractSuite("daemon");

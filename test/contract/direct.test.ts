@@ -1,0 +1,4 @@
+import { openSessionDB } from "../../src/index.js";
+import { runContractSuite } from "./contract-suite.js";
+
+runContractSuite("direct", (path) => openSessionDB({ path, mode: "direct" }));
