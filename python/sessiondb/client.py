@@ -16,6 +16,7 @@ from .errors import (
 )
 from .file_connection import FileConnection
 from .idempotency import KEYED_OPS, Resends, write_key
+from .spool import SPOOLED_CODES, open_spool, spool_write
 from .operations import READ, WRITE, Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .immediate_write import write_immediately
@@ -223,8 +224,9 @@ class SessionDB(Operations):
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
                  timeout: float = 30.0, autostart: bool = True,
-                 autostart_idle_exit: float = IDLE_EXIT_S) -> None:
+                 autostart_idle_exit: float = IDLE_EXIT_S, spool: Union[bool, Dict[str, Any]] = False) -> None:
         self._target = Target(db_path, socket_path, timeout, autostart, autostart_idle_exit)
+        self._spool = open_spool(spool, self._target.database)
         self.db_path = self._target.db_path
         # The reference's lock, for callers that hold it around ``_conn`` (upstream's ACP
         # adapter); this class's own state has a lock of its own, so holding it blocks no call.
@@ -241,6 +243,12 @@ class SessionDB(Operations):
         deadline = time.monotonic() + self._target.timeout
         if not self._start_bridged(deadline):
             self._connected(deadline)
+        if self._spool is not None and self._spool.pending():
+            try:
+                self.replay_spool()
+            except SessionDBError as err:
+                if err.code not in SPOOLED_CODES:
+                    raise  # else: still unreachable; the next write replays first
 
     def _start_bridged(self, deadline: float) -> bool:
         """Connects to the daemon when one answers (True); else, when autostart may start one for a
@@ -353,6 +361,8 @@ class SessionDB(Operations):
             result = self._bridged(op, args, attempts.deadline)
             if result is not _NOT_BRIDGED:
                 return result
+        if keyed and self._spool is not None:
+            return self._spooled_write(op, args, key, attempts.deadline)
         if keyed:
             return self._keyed_write(op, args, key, attempts.deadline)
         for _ in attempts:
@@ -377,6 +387,36 @@ class SessionDB(Operations):
                 resends.sent = resends.sent or failed.code == "OUTCOME_UNKNOWN"
                 err = failed
             time.sleep(resends.again(err))
+
+    def _spooled_write(self, op: str, args: List[Any], key: str, deadline: float) -> Any:
+        """With the spool on: what the spool holds goes first (the caller's order); a write that
+        cannot be applied before its deadline is spooled and raises SpooledError."""
+        try:
+            if self._spool.pending():
+                self.replay_spool(deadline)
+            return self._keyed_write(op, args, key, deadline)
+        except SessionDBError as err:
+            if err.code not in SPOOLED_CODES:
+                raise
+            raise spool_write(self._spool, err, key, op, args) from err
+
+    def replay_spool(self, deadline: Optional[float] = None) -> int:
+        """Applies this database's spooled writes, in order, each once (by its key); returns how
+        many. Raises the error of the first that cannot be applied yet (it stays spooled)."""
+        if self._spool is None:
+            return 0
+        deadline = deadline if deadline is not None else time.monotonic() + self._target.timeout
+        applied = 0
+        for record in self._spool.pending():
+            try:
+                self._keyed_write(record["op"], record["args"], record["key"], deadline)
+            except SessionDBError as err:
+                if err.code in SPOOLED_CODES:
+                    raise
+                # Refused for good (a conflict, a constraint): replaying it again changes nothing.
+            self._spool.acknowledge(record["key"])
+            applied += 1
+        return applied
 
     def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         """Every session (newest first, children included) with its messages, as a list."""

@@ -23,7 +23,9 @@ REFERENCE_METHODS = {
 
 
 def test_every_public_method_is_a_coroutine_function_with_the_sync_signature():
-    names = [n for n in dir(SessionDB) if not n.startswith("_") and inspect.isfunction(getattr(SessionDB, n))]
+    # replay_spool: the durable spool is SessionDB's alone for now (docs/spool.md).
+    names = [n for n in dir(SessionDB) if not n.startswith("_") and inspect.isfunction(getattr(SessionDB, n))
+             and n != "replay_spool"]
     assert set(names) == REFERENCE_METHODS | {"iter_export_all", "pop_message"}
     for name in names:
         sync = getattr(SessionDB, name)

@@ -1,0 +1,68 @@
+"""The durable spool (issue 25 item 3) from Python: writers while the file is held locked past
+the budget get SpooledError for every append, which is then replayed exactly once, in order; a
+torn last record (a writer killed mid-append) is ignored, never half-applied; the files are the
+user's alone."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import run_sql
+from sessiondb import SessionDB, SpooledError
+from sessiondb.spool import Spool
+
+
+def test_appends_while_the_file_is_locked_past_the_budget_are_spooled_then_replayed_once_in_order(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    spool_dir = tmp / "spool"
+    with SessionDB(daemon.db, autostart=False, timeout=1, spool={"dir": spool_dir}) as db:
+        db.create_session("s", "cli")
+        db.append_message("s", "user", "before")
+        holder = sqlite3.connect(str(daemon.db), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+        try:
+            for i in range(5):
+                with pytest.raises(SpooledError) as caught:
+                    db.append_message("s", "user", f"spooled {i}")
+                assert caught.value.code == "SPOOLED"
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        spool = Spool(str(daemon.db), spool_dir)
+        assert [r["args"][1]["content"] for r in spool.pending()] == [f"spooled {i}" for i in range(5)]
+        assert stat.S_IMODE(os.stat(spool_dir).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(spool.path).st_mode) == 0o600
+        db.append_message("s", "user", "after")  # the spool goes first: the caller's order
+        assert db.replay_spool() == 0
+        assert spool.pending() == [] and spool.path.stat().st_size == 0
+    rows = run_sql(daemon.db, "SELECT content FROM messages WHERE session_id = 's' ORDER BY id")
+    assert [r[0] for r in rows] == ["before", *[f"spooled {i}" for i in range(5)], "after"]
+
+
+def test_a_torn_last_record_is_ignored_and_cut_off_by_the_next_append(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    spool = Spool(str(daemon.db), tmp / "spool")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+    spool.append("k1", "appendMessage", ["s", {"role": "user", "content": "one"}])
+    whole = spool.path.read_bytes()
+    spool.append("k2", "appendMessage", ["s", {"role": "user", "content": "two"}])
+    second = spool.path.read_bytes()[len(whole):]
+    with open(spool.path, "ab") as torn:  # kill -9 mid-write: half a record, no newline
+        torn.write(second[: len(second) // 2])
+    assert [r["key"] for r in spool.pending()] == ["k1", "k2"]
+    damaged = bytearray(spool.path.read_bytes())
+    spool.append("k3", "appendMessage", ["s", {"role": "user", "content": "three"}])
+    assert [r["key"] for r in spool.pending()] == ["k1", "k2", "k3"]
+    # A record whose bytes were damaged (its checksum fails) is skipped, never applied in part.
+    with open(spool.path, "ab") as bad:
+        bad.write(second.replace(b"two", b"owt").replace(b"k2", b"k4"))
+    assert [r["key"] for r in spool.pending()] == ["k1", "k2", "k3"]
+    assert len(damaged) > len(whole)
+    with SessionDB(daemon.db, autostart=False, spool={"dir": tmp / "spool"}) as db:  # opening replays
+        assert [m["content"] for m in db.get_messages("s")] == ["one", "two", "three"]
+        assert db.replay_spool() == 0
