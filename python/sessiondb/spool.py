@@ -33,7 +33,9 @@ def open_spool(option: Union[bool, Dict[str, Any], None], identity: str) -> Opti
     if option is True:
         return Spool(identity)
     if isinstance(option, dict) and set(option) <= {"dir", "max_bytes"}:
-        return Spool(identity, option.get("dir"), option.get("max_bytes", MAX_BYTES))
+        max_bytes = option.get("max_bytes", MAX_BYTES)
+        if type(max_bytes) is int and max_bytes > 0:
+            return Spool(identity, option.get("dir"), max_bytes)
     raise InvalidArgumentError("INVALID_ARGUMENT", f"spool must be True, False or {{'dir': ..., 'max_bytes': ...}}, got {option!r}")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_sql
-from sessiondb import SessionDB, SpooledError
+from sessiondb import InvalidArgumentError, SessionDB, SessionDBError, SpooledError
 from sessiondb.spool import Spool
 
 
@@ -66,3 +66,28 @@ def test_a_torn_last_record_is_ignored_and_cut_off_by_the_next_append(start_daem
     with SessionDB(daemon.db, autostart=False, spool={"dir": tmp / "spool"}) as db:  # opening replays
         assert [m["content"] for m in db.get_messages("s")] == ["one", "two", "three"]
         assert db.replay_spool() == 0
+
+
+def test_a_full_spool_takes_no_write_and_the_call_raises_the_original_error_saying_so(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False, timeout=1, spool={"dir": tmp / "spool", "max_bytes": 200}) as db:
+        db.create_session("s", "cli")
+        holder = sqlite3.connect(str(daemon.db), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(SpooledError):
+                db.append_message("s", "user", "fits")
+            with pytest.raises(SessionDBError) as caught:
+                db.append_message("s", "user", "x" * 300)
+            assert caught.value.code != "SPOOLED" and "spool" in str(caught.value) and "full" in str(caught.value)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert db.replay_spool() == 1
+        assert [m["content"] for m in db.get_messages("s")] == ["fits"]
+
+
+@pytest.mark.parametrize("option", [{"max_bytes": 0}, {"max_bytes": "big"}, {"folder": "x"}, "yes"])
+def test_a_bad_spool_option_is_invalid_argument(tmp: Path, option):
+    with pytest.raises(InvalidArgumentError):
+        SessionDB(tmp / "state.db", autostart=False, spool=option)
