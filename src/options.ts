@@ -1,6 +1,6 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
-import { DEFAULT_RETRY, type RetryPolicy } from "./sqlite/transaction.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./operations/retry-policy.js";
 import { isPostgresUrl } from "./database-location.js";
 import { checkRegularFile } from "./regular-file.js";
 import { keyRetentionHours } from "./operations/idempotency-keys.js";

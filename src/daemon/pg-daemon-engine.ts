@@ -1,6 +1,6 @@
 import type { DaemonEngine } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
-import { DEFAULT_RETRY } from "../sqlite/transaction.js";
+import { DEFAULT_RETRY } from "../operations/retry-policy.js";
 import { openPgPool } from "../pg/pg-connection.js";
 import { toPgSessionDBError } from "../pg/pg-errors.js";
 import { openPgDatabase } from "../pg/pg-open.js";

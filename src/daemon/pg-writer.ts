@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
-import { jitterMs, type RetryPolicy } from "../sqlite/transaction.js";
+import { jitterMs, type RetryPolicy } from "../operations/retry-policy.js";
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { DaemonWriter } from "./daemon-engine.js";

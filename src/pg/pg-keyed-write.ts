@@ -6,7 +6,7 @@
  * The table is made by the schema's second migration (pg-schema.ts).
  */
 import type { WriteOpName } from "../operation-catalogue.js";
-import { now } from "../sqlite/connection.js";
+import { now } from "../operations/clock.js";
 import { answerAgain, encodeResult, KEY_PRUNE_BATCH, KEYS_TABLE, writeDigest, type KeptWrite } from "../operations/idempotency-keys.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { changes, one } from "./pg-operation.js";

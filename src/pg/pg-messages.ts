@@ -1,6 +1,6 @@
 /** Messages, the rich listing, compression chains and per-source counts on PostgreSQL (SPEC §3). */
 import { invalidArgument } from "../errors.js";
-import { now } from "../sqlite/connection.js";
+import { now } from "../operations/clock.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
 import { PROJECTED, preview } from "../sqlite/listing.js";
 import { toConversation, toolCallCount, type StoredConversationRow } from "../sqlite/messages.js";

@@ -5,7 +5,7 @@
  * caller (direct mode, or the daemon's writer with a savepoint per request).
  */
 import type { OpName, ResultOf } from "../operation-catalogue.js";
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import type { operations } from "../sqlite/operations.js";
 import type { PgQueryable } from "./pg-connection.js";
 

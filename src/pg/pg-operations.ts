@@ -3,7 +3,7 @@
  * (`satisfies PgRunners`, so none can be missing), with the SQLite engine's argument checks.
  */
 import type { OpName } from "../operation-catalogue.js";
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { messageRunners } from "./pg-messages.js";
 import type { PgRunners } from "./pg-operation.js";

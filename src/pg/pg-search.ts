@@ -5,7 +5,7 @@
  * case, as SQLite's, found through an `ILIKE` the `pg_trgm` index serves. Context (the messages before and after in the same session) comes in the same
  * statement.
  */
-import { escapeLike } from "../sqlite/connection.js";
+import { escapeLike } from "../operations/like-pattern.js";
 import { containsCjk, sanitizeFtsQuery, type SearchParams } from "../sqlite/search.js";
 import type { SearchHit } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";

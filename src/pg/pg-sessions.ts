@@ -1,6 +1,7 @@
 /** Sessions and titles on PostgreSQL: SPEC §3 from createSession to pruneSessions, but messages. */
 import { invalidArgument, SessionDBError } from "../errors.js";
-import { escapeLike, now } from "../sqlite/connection.js";
+import { now } from "../operations/clock.js";
+import { escapeLike } from "../operations/like-pattern.js";
 import { SESSION_SELECT } from "../operations/rows.js";
 import { counterOverflow, TOKEN_FIELDS } from "../sqlite/sessions.js";
 import type { SessionRow } from "../session-db.js";

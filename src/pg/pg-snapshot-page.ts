@@ -4,7 +4,7 @@
  */
 import { SessionDBError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import { toPgSessionDBError } from "./pg-errors.js";
 import { runPgPage } from "./pg-operations.js";
 import type { PgSnapshot } from "./pg-snapshot.js";

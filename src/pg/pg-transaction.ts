@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
-import { retryDelayMs, type RetryPolicy } from "../sqlite/transaction.js";
+import { retryDelayMs, type RetryPolicy } from "../operations/retry-policy.js";
 import type { PgClient, PgPool } from "./pg-connection.js";
 import { isConnectionError, isRetryablePgError, lostBeforeCommit, lostDuringCommit, toPgSessionDBError } from "./pg-errors.js";
 

@@ -97,26 +97,5 @@ export function sql(db: Connection, text: string): Statement {
   return stmt;
 }
 
-// performance.now() (monotonic, sub-microsecond) counted from this wall-clock instant, in ms.
-let clockOrigin = performance.timeOrigin;
-
-/**
- * Unix seconds as a float at full double precision, as the reference stores `time.time()` (not
- * whole milliseconds, which is all Date.now() has). The monotonic clock gives the fraction; it is
- * put back on the wall clock whenever the two part by more than a millisecond (the wall clock was
- * set), so the result never strays from Date.now() and never goes back between settings.
- */
-export function now(): number {
-  const wall = Date.now();
-  let ms = clockOrigin + performance.now();
-  if (ms < wall - 1 || ms > wall + 2) {
-    clockOrigin = wall - performance.now();
-    ms = clockOrigin + performance.now();
-  }
-  return ms / 1000;
-}
-
-/** Escapes `\`, `%` and `_` for a `LIKE … ESCAPE '\'` pattern. */
-export function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
+export { now } from "../operations/clock.js";
+export { escapeLike } from "../operations/like-pattern.js";

@@ -1,6 +1,7 @@
 import type { OpName } from "../operation-catalogue.js";
 import type { Args } from "../operations/args.js";
 import type { Connection } from "./connection.js";
+import type { Page } from "../operations/page.js";
 
 /**
  * Checks an operation's arguments. They come as an array no longer than the operation takes
@@ -26,11 +27,7 @@ export interface WriteOperation<P, R> {
   run(db: Connection, params: P): R;
 }
 
-/** A page of a streamed result and the cursor of the next page (null at the end). */
-export interface Page<T, C> {
-  items: T[];
-  next: C | null;
-}
+export type { Page };
 
 /** A read whose result is streamed in pages, so no size is ever held at once. */
 export interface StreamOperation<P, C, T> {
