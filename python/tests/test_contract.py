@@ -1,6 +1,6 @@
 """Every method through a real daemon, for SessionDB and AsyncSessionDB, over SQLite and over
 PostgreSQL (the `store` fixture runs each test against all four): the behaviours the TypeScript
-contract suite pins (SPEC 3). Where PostgreSQL cannot give SQLite's result (README "What differs
+contract suite pins (SPEC 3). Where PostgreSQL cannot give SQLite's result (docs/postgres.md "What differs
 from SQLite"), the test at the end says so, engine by engine."""
 from __future__ import annotations
 
@@ -462,7 +462,7 @@ def test_arguments_the_reference_refuses_raise_its_classes_and_write_nothing(sto
     assert store.session_count() == 1 and store.message_count() == 0
 
 
-# -- where the engines differ (README "What differs from SQLite"; test/contract/engine-differences-contract.ts)
+# -- where the engines differ (docs/postgres.md "What differs from SQLite"; test/contract/engine-differences-contract.ts)
 
 def test_rank_gives_the_same_hits_ordered_by_bm25_or_ts_rank(store):
     store.create_session("s", "cli")

@@ -1,4 +1,4 @@
-"""Finding the daemon as every client does (README "Finding the daemon, and trusting it"): a
+"""Finding the daemon as every client does (docs/daemon.md "Finding the daemon, and trusting it"): a
 file opened by another name than the one the daemon serves it by reaches that daemon through the
 file's identity socket, and a daemon serving another file is not taken for it."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 /**
  * Where PostgreSQL cannot give FTS5's or SQLite's result, said explicitly: each test asserts what
- * both engines share, then what each engine does on its own (`db.engine`). The README lists the
+ * both engines share, then what each engine does on its own (`db.engine`). docs/postgres.md lists the
  * same differences.
  */
 import assert from "node:assert/strict";
