@@ -21,6 +21,11 @@ interface Pending {
   reject(err: SessionDBError): void;
 }
 
+/** A write waiting for its outcome, with the job itself (sent again when keyed and its thread died). */
+interface PendingWrite extends Pending {
+  job: WriteJob;
+}
+
 const WINDOW = 2048;
 
 /** The last `WINDOW` values, for percentiles that follow the current load. */
@@ -51,9 +56,10 @@ export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStat
 
 /**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
- * that come back after each COMMIT, and restarts the thread if it dies. Its in-flight requests
- * then fail: with INTERNAL when they were not committed, with OUTCOME_UNKNOWN when the thread
- * died while committing them (nothing acknowledged is lost, and nothing failed INTERNAL is there).
+ * that come back after each COMMIT, and restarts the thread if it dies. Its keyed in-flight
+ * requests then go to the new thread (a committed one's key answers its first result); the others
+ * fail: with INTERNAL when they were not committed, with OUTCOME_UNKNOWN when the thread died while
+ * committing them (nothing acknowledged is lost, and nothing failed INTERNAL is there).
  */
 export class WriterClient {
   readonly #config: WriterConfig;
@@ -62,7 +68,7 @@ export class WriterClient {
   #worker!: Worker;
   /** The current thread said it is ready: until then writes wait in the outbox. */
   #workerReady = false;
-  #pending = new Map<number, Pending>();
+  #pending = new Map<number, PendingWrite>();
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
   #maintenance = new Map<number, Pending>();
@@ -108,9 +114,10 @@ export class WriterClient {
     if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
     const seq = ++this.#seq;
     return new Promise((resolve, reject) => {
-      this.#pending.set(seq, { resolve, reject });
+      const job = { seq, op, params, deadline, key };
+      this.#pending.set(seq, { resolve, reject, job });
       if (this.#outbox.length === 0) setImmediate(() => this.#flush());
-      this.#outbox.push({ seq, op, params, deadline, key });
+      this.#outbox.push(job);
     });
   }
 
@@ -240,24 +247,26 @@ export class WriterClient {
     this.#restarts++;
     const lost = this.#pending;
     this.#pending = new Map();
-    // Writes still in the outbox never reached the dead thread: they go to the new one.
-    for (const job of this.#outbox) {
-      const waiting = lost.get(job.seq);
-      if (waiting === undefined) continue;
-      lost.delete(job.seq);
-      this.#pending.set(job.seq, waiting);
-    }
-    // A batch is a run of consecutive queued seqs, less those already answered: every pending
-    // write in its range is one of its own.
     const [first = 0, last = 0] = this.#committing;
     this.#committing.fill(0);
+    // Sent again to the new thread, in their order and under fresh seqs (a batch is a run of
+    // consecutive seqs): writes still in the outbox, which never reached the dead thread, and
+    // keyed writes it had taken, committed or not: a committed one's key answers its first result.
+    const again: PendingWrite[] = [];
     for (const [seq, p] of lost) {
-      p.reject(
-        seq >= first && seq <= last
-          ? new SessionDBError("OUTCOME_UNKNOWN", "the writer thread died while committing this write, before it could answer: it may or may not have been applied; read before retrying")
-          : new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"),
-      );
+      if (p.job.key !== null) again.push(p);
+      else if (seq >= first && seq <= last) {
+        p.reject(new SessionDBError("OUTCOME_UNKNOWN", "the writer thread died while committing this write, before it could answer: it may or may not have been applied; read before retrying"));
+      } else if (!this.#outbox.includes(p.job)) {
+        p.reject(new SessionDBError("INTERNAL", "the writer thread died before this write was committed; it was not applied"));
+      } else again.push(p);
     }
+    again.sort((a, b) => a.job.seq - b.job.seq);
+    this.#outbox = again.map((p) => {
+      const job = { ...p.job, seq: ++this.#seq };
+      this.#pending.set(job.seq, { ...p, job });
+      return job;
+    });
     for (const waiter of this.#maintenance.values()) {
       waiter.reject(new SessionDBError("INTERNAL", "the writer thread died during the maintenance; it did not finish"));
     }
