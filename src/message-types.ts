@@ -30,6 +30,13 @@ export interface NewMessage {
   reasoning?: string | null;
   reasoningDetails?: unknown;
   codexReasoningItems?: unknown;
+  /**
+   * When the message was written, in Unix seconds (a float, as stored): finite and above 0.
+   * Default: the time the write is applied. Given by a replayed spool record, so a session's
+   * messages sort where they were written; part of the write's arguments, so the same
+   * idempotency key with another timestamp is `IDEMPOTENCY_CONFLICT`.
+   */
+  timestamp?: number | null;
 }
 
 /** One message in the OpenAI conversation shape the agent reloads. */

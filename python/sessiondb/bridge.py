@@ -106,11 +106,21 @@ def _options(value: Any, known: Any = None) -> Dict[str, Any]:
 SESSION_OPTIONS = frozenset({"model", "modelConfig", "modelConfigJson", "systemPrompt", "userId", "parentSessionId"})
 MESSAGE_FIELDS = frozenset({"role", "content", "toolName", "toolCalls", "toolCallsJson", "toolCallId", "tokenCount",
                             "finishReason", "reasoning", "reasoningDetails", "reasoningDetailsJson",
-                            "codexReasoningItems", "codexReasoningItemsJson"})
+                            "codexReasoningItems", "codexReasoningItemsJson", "timestamp"})
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(name)  # NaN and infinities: JSON.parse refuses them, so the daemon does
+
+
+def _stamp(value: Any) -> float:
+    """``msg.timestamp``: the caller's (checked by the client), else now."""
+    stamped = _opt_number(value)
+    if stamped is None:
+        return time.time()
+    if stamped <= 0:
+        raise Daemon()
+    return stamped
 
 
 def _json_column(fields: Dict[str, Any], key: str):
@@ -234,7 +244,7 @@ def _append_message(conn: sqlite3.Connection, args: List[Any]) -> Any:
            token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (session_id, _name(msg.get("role"), empty=False), _opt_text(msg.get("content")),
-         _opt_name(msg.get("toolCallId")), tool_calls, _opt_name(msg.get("toolName")), time.time(),
+         _opt_name(msg.get("toolCallId")), tool_calls, _opt_name(msg.get("toolName")), _stamp(msg.get("timestamp")),
          _opt_int(msg.get("tokenCount")), _opt_name(msg.get("finishReason")), _opt_text(msg.get("reasoning")),
          reasoning_details, codex_items),
     )

@@ -16,7 +16,7 @@ from .errors import (
 )
 from .file_connection import FileConnection
 from .idempotency import KEYED_OPS, Resends, write_key
-from .spool import SPOOLED_CODES, open_spool, spool_write
+from .spool import SPOOLED_CODES, open_spool, replay_args, spool_write
 from .operations import READ, WRITE, Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .immediate_write import write_immediately
@@ -390,7 +390,8 @@ class SessionDB(Operations):
 
     def _spooled_write(self, op: str, args: List[Any], key: str, deadline: float) -> Any:
         """With the spool on: what the spool holds goes first (the caller's order); a write that
-        cannot be applied before its deadline is spooled and raises SpooledError."""
+        cannot be applied before its deadline is spooled, with the time it was made, and raises SpooledError."""
+        made = time.time()
         try:
             if self._spool.pending():
                 self.replay_spool(deadline)
@@ -398,7 +399,7 @@ class SessionDB(Operations):
         except SessionDBError as err:
             if err.code not in SPOOLED_CODES:
                 raise
-            raise spool_write(self._spool, err, key, op, args) from err
+            raise spool_write(self._spool, err, key, op, args, made) from err
 
     def replay_spool(self, deadline: Optional[float] = None) -> int:
         """Applies this database's spooled writes, in order, each once (by its key); returns how
@@ -409,7 +410,7 @@ class SessionDB(Operations):
         applied = 0
         for record in self._spool.pending():
             try:
-                self._keyed_write(record["op"], record["args"], record["key"], deadline)
+                self._keyed_write(record["op"], replay_args(record), record["key"], deadline)
             except SessionDBError as err:
                 if err.code in SPOOLED_CODES:
                     raise

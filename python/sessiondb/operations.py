@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .errors import ConstraintError
+import math
+
+from .errors import ConstraintError, InvalidArgumentError
 from .protocol import optional, with_json
 from .reference_args import addend, integer, limit as limit_arg, number, offset as offset_arg, text, text_list
 from .text import contains_cjk, sanitize_fts5_query, sanitize_title
@@ -26,6 +28,17 @@ def no_session_id() -> ConstraintError:
     return ConstraintError(
         "CONSTRAINT", "NOT NULL constraint failed: sessions.id (session_id is None: the reference would "
         "insert a session no call can reach; sessiondb refuses it)")
+
+
+def seconds(value: Any, name: str) -> Any:
+    """A time a row records (``append_message``'s ``timestamp``): Unix seconds, an int or float,
+    finite and above 0, as the daemon checks it; None is none (the time the write is applied)."""
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(
+            "INVALID_ARGUMENT", f"{name} must be a finite number of seconds since the epoch, greater than 0, got {value!r}")
+    return value
 
 
 def bound_counts(usage: dict) -> dict:
@@ -182,14 +195,19 @@ class Operations:
                        tool_name: Optional[str] = None, tool_calls: Any = None,
                        tool_call_id: Optional[str] = None, token_count: Optional[int] = None,
                        finish_reason: Optional[str] = None, reasoning: Optional[str] = None,
-                       reasoning_details: Any = None, codex_reasoning_items: Any = None, *, idempotency_key: Optional[str] = None) -> Any:
+                       reasoning_details: Any = None, codex_reasoning_items: Any = None, *, timestamp: Optional[float] = None,
+                       idempotency_key: Optional[str] = None) -> Any:
+        """``timestamp`` (not in the reference): when the message was written, in Unix seconds
+        (default: when the write is applied), so a replayed write sorts where it was written."""
+        stamped = seconds(timestamp, "timestamp")
         if session_id is None:
             raise not_null("messages.session_id")
         if role is None:
             raise not_null("messages.role")
         msg = optional(role=text(role, "role"), content=text(content, "content"), toolName=text(tool_name, "tool_name"),
                        toolCallId=text(tool_call_id, "tool_call_id"), tokenCount=integer(token_count, "token_count"),
-                       finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"))
+                       finishReason=text(finish_reason, "finish_reason"), reasoning=text(reasoning, "reasoning"),
+                       timestamp=stamped)
         if "tokenCount" in msg and type(msg["tokenCount"]) is not int:  # 5.5, "abc", bytes: as the reference stores them
             msg["tokenCountBound"] = msg.pop("tokenCount")
         with_json(msg, "toolCalls", tool_calls)

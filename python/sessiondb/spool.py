@@ -39,11 +39,11 @@ def open_spool(option: Union[bool, Dict[str, Any], None], identity: str) -> Opti
     raise InvalidArgumentError("INVALID_ARGUMENT", f"spool must be True, False or {{'dir': ..., 'max_bytes': ...}}, got {option!r}")
 
 
-def spool_write(spool: "Spool", err: SessionDBError, key: str, op: str, args: List[Any]) -> SessionDBError:
-    """The error a write that failed with ``err`` ends with: SpooledError once it is durable in
-    the spool, else ``err`` itself, its message saying why the spool could not take it."""
+def spool_write(spool: "Spool", err: SessionDBError, key: str, op: str, args: List[Any], ts: float) -> SessionDBError:
+    """The error a write made at ``ts`` that failed with ``err`` ends with: SpooledError once it
+    is durable in the spool, else ``err`` itself, its message saying why the spool could not take it."""
     try:
-        spool.append(key, op, args)
+        spool.append(key, op, args, ts)
     except (OSError, ValueError) as refused:
         err.message = f"{err.message} (and the spool could not take it: {refused})"
         err.args = (err.message,)
@@ -51,6 +51,16 @@ def spool_write(spool: "Spool", err: SessionDBError, key: str, op: str, args: Li
     return SpooledError(
         "SPOOLED", f"{op} could not be applied before its deadline ({err.code}: {err.message}); it is in the spool "
         f"{spool.path} and will be applied exactly once, in order (key {key})")
+
+
+def replay_args(record: Dict[str, Any]) -> List[Any]:
+    """A record's arguments as its replay sends them: a message without a timestamp of its own
+    gets the record's ``ts``, so it sorts where it was written, not where it was replayed. (Had
+    its first send been applied after all, its key answers IDEMPOTENCY_CONFLICT: applied once.)"""
+    args = record["args"]
+    if record["op"] == "appendMessage" and len(args) > 1 and isinstance(args[1], dict) and args[1].get("timestamp") is None:
+        return [args[0], {**args[1], "timestamp": record["ts"]}, *args[2:]]
+    return args
 
 
 def default_dir() -> Path:
@@ -111,10 +121,10 @@ class Spool:
         os.write(fd, lines)
         os.fsync(fd)
 
-    def append(self, key: str, op: str, args: List[Any]) -> None:
-        """The write, durable when this returns. Raises OSError (the spool full, not writable) or
-        ValueError (arguments JSON cannot hold)."""
-        line = encode_line({"v": VERSION, "key": key, "op": op, "args": args, "ts": time.time(), "db": self.identity})
+    def append(self, key: str, op: str, args: List[Any], ts: Optional[float] = None) -> None:
+        """The write, made at ``ts`` (Unix seconds, default now), durable when this returns. Raises OSError (the
+        spool full, not writable) or ValueError (arguments JSON cannot hold)."""
+        line = encode_line({"v": VERSION, "key": key, "op": op, "args": args, "ts": time.time() if ts is None else ts, "db": self.identity})
         fd = self._open()
         try:
             self._append(fd, line, bound=True)

@@ -52,6 +52,33 @@ def test_a_bad_key_is_invalid_argument_and_nothing_sent(start_daemon, tmp: Path,
         assert db.message_count("s") == 0
 
 
+def test_a_message_given_its_timestamp_sorts_where_it_was_written_and_the_key_holds_it(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        db.append_message("s", "user", "now")
+        written = db.get_messages("s")[0]["timestamp"] - 3600.25
+        first = db.append_message("s", "user", "an hour ago", timestamp=written, idempotency_key="k")
+        assert db.append_message("s", "user", "an hour ago", timestamp=written, idempotency_key="k") == first
+        with pytest.raises(IdempotencyConflictError):
+            db.append_message("s", "user", "an hour ago", timestamp=written + 1, idempotency_key="k")
+        with pytest.raises(IdempotencyConflictError):
+            db.append_message("s", "user", "an hour ago", idempotency_key="k")
+        messages = db.get_messages("s")
+        assert [(m["content"], m["id"] == first) for m in messages] == [("an hour ago", True), ("now", False)]
+        assert messages[0]["timestamp"] == written
+
+
+@pytest.mark.parametrize("timestamp", [0, -1.5, float("nan"), float("inf"), "1700000000", True])
+def test_a_bad_timestamp_is_invalid_argument_and_nothing_sent(start_daemon, tmp: Path, timestamp):
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        with pytest.raises(InvalidArgumentError):
+            db.append_message("s", "user", "hello", timestamp=timestamp)
+        assert db.message_count("s") == 0
+
+
 def ts_append(db: Path, key: str, content: str) -> str:
     """appendMessage from the TypeScript client (mode daemon), with the key; its outcome as JSON."""
     script = f"""

@@ -33,14 +33,39 @@ def test_appends_while_the_file_is_locked_past_the_budget_are_spooled_then_repla
             holder.execute("ROLLBACK")
             holder.close()
         spool = Spool(str(daemon.db), spool_dir)
-        assert [r["args"][1]["content"] for r in spool.pending()] == [f"spooled {i}" for i in range(5)]
+        records = spool.pending()
+        assert [r["args"][1]["content"] for r in records] == [f"spooled {i}" for i in range(5)]
+        assert all("timestamp" not in r["args"][1] for r in records), "the call's own arguments, as first sent"
         assert stat.S_IMODE(os.stat(spool_dir).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(spool.path).st_mode) == 0o600
         db.append_message("s", "user", "after")  # the spool goes first: the caller's order
         assert db.replay_spool() == 0
         assert spool.pending() == [] and spool.path.stat().st_size == 0
-    rows = run_sql(daemon.db, "SELECT content FROM messages WHERE session_id = 's' ORDER BY id")
+    rows = run_sql(daemon.db, "SELECT content, timestamp FROM messages WHERE session_id = 's' ORDER BY id")
     assert [r[0] for r in rows] == ["before", *[f"spooled {i}" for i in range(5)], "after"]
+    # Replayed messages keep the time their call was made (the record's ts), not their replay's.
+    assert [r[1] for r in rows[1:6]] == [r["ts"] for r in records]
+    assert rows[0][1] < records[0]["ts"] and records[-1]["ts"] < rows[6][1]
+
+
+def test_a_replayed_message_sorts_where_it_was_written_among_later_ones(start_daemon, tmp: Path):
+    daemon = start_daemon(tmp / "state.db")
+    spool = Spool(str(daemon.db), tmp / "spool")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        db.append_message("s", "user", "written later, applied first")
+        written = db.get_messages("s")[0]["timestamp"] - 60.5
+    spool.append("k1", "appendMessage", ["s", {"role": "user", "content": "written first"}], written)
+    with SessionDB(daemon.db, autostart=False, spool={"dir": tmp / "spool"}) as db:  # opening replays
+        messages = db.get_messages("s")
+        assert [m["content"] for m in messages] == ["written first", "written later, applied first"]
+        assert messages[0]["timestamp"] == written
+        # The replay sent the record's ts with its key: the same call again answers the same id.
+        again = db.append_message("s", "user", "written first", timestamp=written, idempotency_key="k1")
+        assert again == messages[0]["id"]
+        with pytest.raises(SessionDBError) as caught:
+            db.append_message("s", "user", "written first", timestamp=written + 1, idempotency_key="k1")
+        assert caught.value.code == "IDEMPOTENCY_CONFLICT"
 
 
 def test_a_torn_last_record_is_ignored_and_cut_off_by_the_next_append(start_daemon, tmp: Path):

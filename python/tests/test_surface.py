@@ -52,9 +52,15 @@ WRITES = {"create_session", "end_session", "reopen_session", "update_system_prom
           "prune_sessions", "pop_message"}
 
 
+# Keyword-only parameters of sessiondb's own, after the reference's: a write's idempotency_key, and
+# append_message's timestamp (issue 25: a replayed write keeps the time it was written).
+OWN_KEYWORDS = {"idempotency_key", "timestamp"}
+
+
 def shape(signature):
-    """The reference's parameters; a write's keyword-only idempotency_key (issue 25) comes after them."""
-    return [(p.name, p.default, p.kind) for p in signature.parameters.values() if p.name != "idempotency_key"]
+    """The reference's parameters, without sessiondb's own keyword-only ones (OWN_KEYWORDS)."""
+    return [(p.name, p.default, p.kind) for p in signature.parameters.values()
+            if not (p.name in OWN_KEYWORDS and p.kind == inspect.Parameter.KEYWORD_ONLY)]
 
 
 def test_methods_parameters_and_defaults_are_the_references():
@@ -64,6 +70,8 @@ def test_methods_parameters_and_defaults_are_the_references():
         for name in WRITES:
             key = inspect.signature(getattr(cls, name)).parameters["idempotency_key"]
             assert (key.kind, key.default) == (inspect.Parameter.KEYWORD_ONLY, None), f"{cls.__name__}.{name}"
+        stamp = inspect.signature(cls.append_message).parameters["timestamp"]
+        assert (stamp.kind, stamp.default) == (inspect.Parameter.KEYWORD_ONLY, None), cls.__name__
         for name, params in STATIC.items():
             assert isinstance(inspect.getattr_static(cls, name), staticmethod), name
             assert list(inspect.signature(getattr(cls, name)).parameters) == params

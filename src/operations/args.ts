@@ -87,6 +87,20 @@ export function optInteger(value: unknown, name: string): number | null {
   return optCount(value, name) ?? null;
 }
 
+/**
+ * A time a row records (a message's `timestamp`): Unix seconds, finite and after the epoch, as
+ * the reference stores `time.time()`. Undefined when absent or null, so a write without one
+ * keeps the idempotency digest it had before the field existed.
+ */
+export function optTimestamp(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw invalidArgument(`${name} must be a finite number of seconds since the epoch, greater than 0, got ${
+      typeof value === "number" ? String(value) : describe(value)}`);
+  }
+  return value;
+}
+
 /** A token count: an integer within ±(2^53 - 1), or null sent explicitly, or undefined when absent. */
 export function optCount(value: unknown, name: string): number | null | undefined {
   const n = optNumber(value, name);

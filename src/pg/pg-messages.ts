@@ -88,7 +88,7 @@ export const messageRunners = {
          UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + $13 WHERE id = $1)
        SELECT id FROM inserted`,
       [
-        p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCount,
+        p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, p.timestamp ?? now(), p.tokenCount,
         p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems, p.toolCallIncrement,
       ],
     );

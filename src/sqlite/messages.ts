@@ -1,7 +1,7 @@
 /** Appending and loading messages (SPEC §3, appendMessage … clearMessages). */
 import type { ConversationMessage, MessageRow } from "../session-db.js";
 import {
-  checkTotalText, field, jsonColumn, nonEmpty, optBoundCount, optInteger, optObject, optStr, optText, str, type Args,
+  checkTotalText, field, jsonColumn, nonEmpty, optBoundCount, optInteger, optObject, optStr, optText, optTimestamp, str, type Args,
 } from "../operations/args.js";
 import { now, sql, type Connection } from "./connection.js";
 import { read, write } from "./define-operation.js";
@@ -32,6 +32,8 @@ export const appendMessage = write(
       reasoningDetails: jsonColumn(msg, "reasoningDetails", "msg").text,
       codexReasoningItems: jsonColumn(msg, "codexReasoningItems", "msg").text,
       toolCallIncrement: toolCallCount(toolCalls.value),
+      // The time the message was written, when the caller knows it (a replayed spool record); else now.
+      timestamp: optTimestamp(field(msg, "timestamp"), "msg.timestamp"),
     };
     checkTotalText(op, [params.content, params.toolCalls, params.reasoning, params.reasoningDetails, params.codexReasoningItems]);
     return params;
@@ -43,7 +45,7 @@ export const appendMessage = write(
          token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, now(), p.tokenCountBound ?? p.tokenCount,
+      p.sessionId, p.role, p.content, p.toolCallId, p.toolCalls, p.toolName, p.timestamp ?? now(), p.tokenCountBound ?? p.tokenCount,
       p.finishReason, p.reasoning, p.reasoningDetails, p.codexReasoningItems,
     );
     sql(db, "UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?").run(

@@ -64,6 +64,39 @@ export function idempotencyContract(open: Opener): void {
       assert.equal(await db.appendMessage("s", MSG, { idempotencyKey: "k" }), id, "the first write's own repeat still answers");
     });
 
+    test("a message given its timestamp keeps it and sorts where it was written; the same key with another timestamp is IDEMPOTENCY_CONFLICT", async (t) => {
+      const { db } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      const early = Date.now() / 1000 - 3600.25;
+      await db.appendMessage("s", { role: "user", content: "now" });
+      const replayed = await db.appendMessage("s", { role: "user", content: "an hour ago", timestamp: early }, { idempotencyKey: "spooled" });
+      const rows = await db.getMessages("s");
+      assert.deepEqual(rows.map((m) => m.content), ["an hour ago", "now"], "sorted by the time it was written, not applied");
+      assert.equal(rows[0]!.timestamp, early, "the float kept as given");
+      assert.deepEqual((await db.getMessagesAsConversation("s")).map((m) => m.content), ["an hour ago", "now"]);
+      // A client's own resend carries the same timestamp: the first result again.
+      assert.equal(await db.appendMessage("s", { role: "user", content: "an hour ago", timestamp: early }, { idempotencyKey: "spooled" }), replayed);
+      await expectCode(
+        () => db.appendMessage("s", { role: "user", content: "an hour ago", timestamp: early + 1 }, { idempotencyKey: "spooled" }),
+        "IDEMPOTENCY_CONFLICT",
+      );
+      await expectCode(() => db.appendMessage("s", { role: "user", content: "an hour ago" }, { idempotencyKey: "spooled" }), "IDEMPOTENCY_CONFLICT");
+      // A null timestamp is none: the write is stamped when applied, and its digest is a keyless-timestamp one.
+      const plain = await db.appendMessage("s", { role: "user", content: "plain" }, { idempotencyKey: "plain" });
+      assert.equal(await db.appendMessage("s", { role: "user", content: "plain", timestamp: null }, { idempotencyKey: "plain" }), plain);
+      assert.equal(await db.messageCount({ sessionId: "s" }), 3);
+    });
+
+    test("a timestamp that is not a finite number above 0: INVALID_ARGUMENT, nothing applied", async (t) => {
+      const { db } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      for (const timestamp of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "1700000000", true, {}]) {
+        await expectCode(() => db.appendMessage("s", { role: "user", content: "x", timestamp } as never, { idempotencyKey: "bad" }), "INVALID_ARGUMENT");
+      }
+      assert.equal(await db.messageCount(), 0);
+      assert.ok(await db.appendMessage("s", { role: "user", content: "x", timestamp: 1 }, { idempotencyKey: "bad" }), "the key was left unused");
+    });
+
     test("a key that is not a string of 1-256 characters, or write options that are not an object: INVALID_ARGUMENT, nothing applied", async (t) => {
       const { db } = await fresh(t, open);
       await db.createSession("s", "cli");
