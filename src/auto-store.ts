@@ -5,7 +5,7 @@ import { openDirect, type LocalStore } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import type { Engine } from "./session-db.js";
-import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
+import { OPERATIONS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
 import type { DaemonControl } from "./daemon-control.js";
 import { Store } from "./store.js";
 
@@ -62,7 +62,7 @@ export class AutoStore extends Store {
       // daemon that hung up is failed over from (the next call sees the connection gone).
       if (store.engine === "postgres" && store.connected) throw err;
       const direct = await this.#failOver(store);
-      if (OPERATION_KINDS[name] === "read" || key !== null) return Store.callOn(direct, name, args, key);
+      if (OPERATIONS[name].kind === "read" || key !== null) return Store.callOn(direct, name, args, key);
       throw err;
     }
   }

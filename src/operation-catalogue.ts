@@ -1,6 +1,8 @@
 /**
  * The catalogue of operations: every method of `SessionDB` (but `mode` and `close`), whether it
- * reads, writes or streams, and its parameters and result, taken from the interface. No SQL and
+ * reads, writes or streams, its parameters and result, taken from the interface, and the facts
+ * the daemon and the client act on (`OperationFacts`); docs/protocol.json is generated from it
+ * for clients in other languages. No SQL and
  * no driver: the wire protocol, the client, the daemon's dispatch and the CLI import this, and
  * the engine's table of implementations (`sqlite/operations.ts`) must satisfy it, so an
  * operation cannot be half-wired.
@@ -20,126 +22,104 @@ export type ResultOf<K extends OpName> = SessionDB[K] extends (...args: never[])
   ? T
   : Awaited<ReturnType<SessionDB[K]>>;
 
-export const OPERATION_KINDS = {
-  createSession: "write",
-  ensureSession: "write",
-  endSession: "write",
-  reopenSession: "write",
-  updateSystemPrompt: "write",
-  updateTokenCounts: "write",
-  getSession: "read",
-  resolveSessionId: "read",
-  sessionIdsByPrefix: "read",
-  setSessionTitle: "write",
-  getSessionTitle: "read",
-  getSessionByTitle: "read",
-  resolveSessionByTitle: "read",
-  getNextTitleInLineage: "read",
-  getCompressionTip: "read",
-  listSessionsRich: "read",
-  appendMessage: "write",
-  getMessages: "read",
-  getMessagesAsConversation: "read",
-  clearMessages: "write",
-  popMessage: "write",
-  searchMessages: "read",
-  searchSessions: "read",
-  sessionCount: "read",
-  messageCount: "read",
-  sourceCounts: "read",
-  exportSession: "read",
-  exportAll: "stream",
-  importSession: "write",
-  deleteSession: "write",
-  pruneSessions: "write",
-} as const satisfies { [K in OpName]: SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write" };
+/**
+ * What the catalogue says of each operation. Every entry says all of it, so a new operation
+ * cannot leave a fact out.
+ */
+export interface OperationFacts {
+  /** `read`, `write` (changes the file: run by the writer, or direct mode's write retry), or `stream` (a read answered in pages). */
+  readonly kind: OpKind;
+  /**
+   * How many arguments it takes at most: its method's parameters, optional ones included, as the
+   * compiler reads them off `SessionDB` (a write's `WriteOptions` left out: the key travels beside
+   * the arguments, never among them). A call with more is INVALID_ARGUMENT.
+   */
+  readonly maxArgs: number;
+  /**
+   * A read whose cost grows with the data (full-text searches, rich listings, exports): the
+   * daemon runs these on at most `threads` reader threads, so the one beyond is always there for
+   * the point reads (daemon/reader-pool.ts).
+   */
+  readonly slow: boolean;
+  /**
+   * A write that can delete messages: the daemon's writer sweeps the CJK search index after one
+   * (sqlite/cjk-index.ts), since deleted messages leave stale entries there.
+   */
+  readonly deletesMessages: boolean;
+  /**
+   * The fields of its arguments direct mode serializes with JSON.stringify (optJson in
+   * operations/args.ts: createSession's opts.modelConfig, appendMessage's msg, importSession's
+   * messages' tool_calls): the daemon client sends them as JSON data (client/wire-args.ts).
+   */
+  readonly jsonFields: readonly string[];
+}
 
 /**
  * A write's parameters but its last, the `WriteOptions` every write takes (never `never`: a write
  * without it fails to compile). The key travels beside the arguments, never among them.
  */
 type WithoutWriteOptions<P> = P extends [...infer Head, WriteOptions] ? Head : never;
-type EngineParams<K extends OpName> = K extends WriteOpName ? WithoutWriteOptions<Required<ParamsOf<K>>> : Required<ParamsOf<K>>;
+type MaxArgs<K extends OpName, Kind> = (Kind extends "write" ? WithoutWriteOptions<Required<ParamsOf<K>>> : Required<ParamsOf<K>>)["length"];
+type KindOf<K extends OpName> = SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write";
+/** An entry the compiler checked against the method: its kind (streamed or not) and its argument count. */
+type CheckedFacts<K extends OpName, Facts> = Facts extends { readonly kind: infer Kind }
+  ? OperationFacts & { readonly kind: Kind & KindOf<K>; readonly maxArgs: MaxArgs<K, Kind> }
+  : never;
 
-/**
- * How many arguments each operation takes at most: its method's parameters, optional ones
- * included, as the compiler reads them off `SessionDB` (a write's `WriteOptions` left out). A
- * call with more is INVALID_ARGUMENT.
- */
-export const PARAMETER_COUNTS = {
-  createSession: 3,
-  ensureSession: 3,
-  endSession: 2,
-  reopenSession: 1,
-  updateSystemPrompt: 2,
-  updateTokenCounts: 3,
-  getSession: 1,
-  resolveSessionId: 1,
-  sessionIdsByPrefix: 2,
-  setSessionTitle: 2,
-  getSessionTitle: 1,
-  getSessionByTitle: 1,
-  resolveSessionByTitle: 1,
-  getNextTitleInLineage: 1,
-  getCompressionTip: 1,
-  listSessionsRich: 1,
-  appendMessage: 2,
-  getMessages: 1,
-  getMessagesAsConversation: 1,
-  clearMessages: 1,
-  popMessage: 1,
-  searchMessages: 2,
-  searchSessions: 1,
-  sessionCount: 1,
-  messageCount: 1,
-  sourceCounts: 0,
-  exportSession: 1,
-  exportAll: 1,
-  importSession: 2,
-  deleteSession: 1,
-  pruneSessions: 1,
-} as const satisfies { [K in OpName]: EngineParams<K>["length"] };
+function checked<const T extends { readonly [K in OpName]: CheckedFacts<K, T[K]> }>(table: T): T {
+  return table;
+}
 
-export const OP_NAMES = Object.keys(OPERATION_KINDS) as OpName[];
+/** The operations, each with its facts: the one table the daemon, the client, the CLI and the engines read. */
+export const OPERATIONS = checked({
+  createSession: { kind: "write", maxArgs: 3, slow: false, deletesMessages: false, jsonFields: ["modelConfig"] },
+  ensureSession: { kind: "write", maxArgs: 3, slow: false, deletesMessages: false, jsonFields: [] },
+  endSession: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: [] },
+  reopenSession: { kind: "write", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  updateSystemPrompt: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: [] },
+  updateTokenCounts: { kind: "write", maxArgs: 3, slow: false, deletesMessages: false, jsonFields: [] },
+  getSession: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  resolveSessionId: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  sessionIdsByPrefix: { kind: "read", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: [] },
+  setSessionTitle: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: [] },
+  getSessionTitle: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  getSessionByTitle: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  resolveSessionByTitle: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  getNextTitleInLineage: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  getCompressionTip: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  listSessionsRich: { kind: "read", maxArgs: 1, slow: true, deletesMessages: false, jsonFields: [] },
+  appendMessage: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: ["toolCalls", "reasoningDetails", "codexReasoningItems"] },
+  getMessages: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  getMessagesAsConversation: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  clearMessages: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
+  popMessage: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
+  searchMessages: { kind: "read", maxArgs: 2, slow: true, deletesMessages: false, jsonFields: [] },
+  searchSessions: { kind: "read", maxArgs: 1, slow: true, deletesMessages: false, jsonFields: [] },
+  sessionCount: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  messageCount: { kind: "read", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
+  sourceCounts: { kind: "read", maxArgs: 0, slow: false, deletesMessages: false, jsonFields: [] },
+  exportSession: { kind: "read", maxArgs: 1, slow: true, deletesMessages: false, jsonFields: [] },
+  exportAll: { kind: "stream", maxArgs: 1, slow: true, deletesMessages: false, jsonFields: [] },
+  importSession: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: ["tool_calls"] },
+  deleteSession: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
+  pruneSessions: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
+});
+
+export const OP_NAMES = Object.keys(OPERATIONS) as OpName[];
 
 export function isOpName(name: unknown): name is OpName {
-  return typeof name === "string" && Object.prototype.hasOwnProperty.call(OPERATION_KINDS, name);
+  return typeof name === "string" && Object.prototype.hasOwnProperty.call(OPERATIONS, name);
 }
 
 /** Whether `name` is an operation that changes the file (false for control ops and unknown names). */
 export function isWriteOp(name: string): name is WriteOpName {
-  return isOpName(name) && OPERATION_KINDS[name] === "write";
+  return isOpName(name) && OPERATIONS[name].kind === "write";
 }
 
-type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATION_KINDS)[K] extends Kind ? K : never }[OpName];
+type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATIONS)[K]["kind"] extends Kind ? K : never }[OpName];
 /** The operations that change the file, run by the writer (or direct mode's write retry). */
 export type WriteOpName = OfKind<"write">;
 export type ReadOpName = OfKind<"read">;
 /** Operations answered with a promise (all but the streamed ones). */
 export type CallOpName = Exclude<OpName, StreamOpName>;
 export type StreamOpName = OfKind<"stream">;
-
-/**
- * Whether a write can delete messages. The daemon's writer sweeps the CJK search index after
- * one (sqlite/cjk-index.ts): deleted messages leave stale entries there. Every write operation
- * says, so a new one cannot be left out.
- */
-const DELETES_MESSAGES = {
-  createSession: false,
-  ensureSession: false,
-  endSession: false,
-  reopenSession: false,
-  updateSystemPrompt: false,
-  updateTokenCounts: false,
-  setSessionTitle: false,
-  appendMessage: false,
-  clearMessages: true,
-  popMessage: true,
-  importSession: false,
-  deleteSession: true,
-  pruneSessions: true,
-} as const satisfies { [K in WriteOpName]: boolean };
-
-export function deletesMessages(op: WriteOpName): boolean {
-  return DELETES_MESSAGES[op];
-}

@@ -7,7 +7,7 @@ import { isBusyError, toSessionDBError } from "../src/errors.js";
 import { catchUpCjkIndex, createCjkIndex, hasCjkIndex, sweepCjkIndex } from "../src/sqlite/cjk-index.js";
 import { inWriteTransaction, retryBusySync } from "../src/sqlite/transaction.js";
 import type { WriteJob } from "../src/daemon/writer-messages.js";
-import { deletesMessages } from "../src/operation-catalogue.js";
+import { OPERATIONS } from "../src/operation-catalogue.js";
 import type { FileGuard } from "./file-guard.js";
 import type { WalUpkeep } from "./wal-upkeep.js";
 import type { WriterContext } from "./writer-context.js";
@@ -73,7 +73,7 @@ export class CjkUpkeep {
   afterBatch(jobs: WriteJob[], lockedAt: number): void {
     if (!this.#indexed) return;
     this.#uncaughtRequests += jobs.length;
-    if (jobs.some((j) => deletesMessages(j.op))) this.#behind = this.#sweep = true;
+    if (jobs.some((j) => OPERATIONS[j.op].deletesMessages)) this.#behind = this.#sweep = true;
     if (this.#behind || this.#uncaughtRequests >= CJK_CATCH_UP_REQUESTS || lockedAt - this.#caughtUpAt >= CJK_CATCH_UP_MS) {
       this.#behind = catchUpCjkIndex(this.#ctx.conn) || this.#behind;
       this.#caughtUp();

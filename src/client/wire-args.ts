@@ -10,49 +10,51 @@
  * checks, so the client never loads the SQLite driver.
  */
 import { invalidArgument } from "../errors.js";
+import { OPERATIONS, type OpName } from "../operation-catalogue.js";
 
-/**
- * The fields direct mode serializes with JSON.stringify (appendMessage's msg, createSession's
- * opts, importSession's messages; see optJson in sqlite/messages.ts, sessions.ts, import.ts).
- */
-const JSON_FIELDS: ReadonlySet<string> = new Set(["toolCalls", "reasoningDetails", "codexReasoningItems", "modelConfig", "tool_calls"]);
-
-export function argsForWire(op: string, args: readonly unknown[]): unknown[] {
-  const within = new Set<object>();
-  return args.map((arg) => asWireValue(op, arg, within));
+/** One call's copy: `jsonFields`, the fields its operation's direct mode serializes with JSON.stringify (the catalogue's). */
+interface WireCopy {
+  readonly op: OpName;
+  readonly jsonFields: ReadonlySet<string>;
+  /** The objects being copied, so a cycle is refused as JSON.stringify refuses it. */
+  readonly within: Set<object>;
 }
 
-/**
- * A value outside the JSON fields: unchanged but for the JSON fields found within it.
- * `within`: the objects being copied, so a cycle is refused as JSON.stringify refuses it.
- */
-function asWireValue(op: string, value: unknown, within: Set<object>): unknown {
-  if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not accepted (give a number)`);
+const JSON_FIELDS = new Map<OpName, ReadonlySet<string>>(Object.entries(OPERATIONS).map(([op, facts]) => [op as OpName, new Set(facts.jsonFields)]));
+
+export function argsForWire(op: OpName, args: readonly unknown[]): unknown[] {
+  const copy: WireCopy = { op, jsonFields: JSON_FIELDS.get(op)!, within: new Set() };
+  return args.map((arg) => asWireValue(copy, arg));
+}
+
+/** A value outside the JSON fields: unchanged but for the JSON fields found within it. */
+function asWireValue(c: WireCopy, value: unknown): unknown {
+  if (typeof value === "bigint") throw invalidArgument(`${c.op}: a bigint is not accepted (give a number)`);
   if (typeof value !== "object" || value === null) return value;
   if (!Array.isArray(value) && !isPlainObject(value)) return value;
-  return copyOnce(op, value, within, (k, v) => (JSON_FIELDS.has(k) ? asJsonData(op, v, k, within) : asWireValue(op, v, within)));
+  return copyOnce(c, value, (k, v) => (c.jsonFields.has(k) ? asJsonData(c, v, k) : asWireValue(c, v)));
 }
 
 /** A value inside a JSON field, as JSON.stringify sees it. */
-function asJsonData(op: string, value: unknown, key: string, within: Set<object>): unknown {
-  if (typeof value === "bigint") throw invalidArgument(`${op}: a bigint is not JSON data`);
+function asJsonData(c: WireCopy, value: unknown, key: string): unknown {
+  if (typeof value === "bigint") throw invalidArgument(`${c.op}: a bigint is not JSON data`);
   if (typeof value !== "object" || value === null) return value;
   const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return asJsonData(op, toJSON.call(value, key) as unknown, key, within);
+  if (typeof toJSON === "function") return asJsonData(c, toJSON.call(value, key) as unknown, key);
   if (!Array.isArray(value) && !isPlainObject(value)) {
-    throw invalidArgument(`${op}: ${(value as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
+    throw invalidArgument(`${c.op}: ${(value as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
   }
-  return copyOnce(op, value, within, (k, v) => asJsonData(op, v, k, within));
+  return copyOnce(c, value, (k, v) => asJsonData(c, v, k));
 }
 
 /** A copy of an array or plain object with each item mapped; a cycle is INVALID_ARGUMENT. */
-function copyOnce(op: string, value: object, within: Set<object>, map: (key: string, item: unknown) => unknown): unknown {
-  if (within.has(value)) throw invalidArgument(`${op}: a circular structure is not JSON data`);
-  within.add(value);
+function copyOnce(c: WireCopy, value: object, map: (key: string, item: unknown) => unknown): unknown {
+  if (c.within.has(value)) throw invalidArgument(`${c.op}: a circular structure is not JSON data`);
+  c.within.add(value);
   try {
     return Array.isArray(value) ? value.map((item: unknown, i) => map(String(i), item)) : copyObject(value, map);
   } finally {
-    within.delete(value);
+    c.within.delete(value);
   }
 }
 

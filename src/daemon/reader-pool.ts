@@ -4,6 +4,7 @@ import { SessionDBError, fromWireError } from "../errors.js";
 import type { ReaderStats } from "../protocol/control.js";
 import type { ReadOutcome, ReaderConfig, ReaderOp, ReadTask } from "./reader-messages.js";
 import { MAX_TIMER_MS } from "./idle-exit.js";
+import { OPERATIONS } from "../operation-catalogue.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 /**
@@ -14,10 +15,13 @@ const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 const READER_YOUNG_GENERATION_MB = 8;
 
 /**
- * Reads whose cost grows with the data (full-text searches, rich listings, exports): they run on
- * at most `threads` threads, so the one thread beyond those is always there for the point reads.
+ * Reads whose cost grows with the data (the catalogue's slow operations, and the integrity
+ * check): they run on at most `threads` threads, so the one thread beyond those is always there
+ * for the point reads.
  */
-const SLOW_OPS: ReadonlySet<ReaderOp> = new Set<ReaderOp>(["searchMessages", "searchSessions", "listSessionsRich", "exportSession", "exportAll", "checkIntegrity"]);
+function isSlow(op: ReaderOp): boolean {
+  return op === "checkIntegrity" || OPERATIONS[op].slow;
+}
 
 /** Who asked for a read: the daemon's connection to that client. */
 export interface ReadRequester {
@@ -102,7 +106,7 @@ export class ReaderPool {
     if (crash) this.#crashes--;
     return new Promise((resolve, reject) => {
       const read: QueuedRead = { task: { op, params, cursor, deadline, ...(crash ? { crash } : {}) }, requester, resolve, reject };
-      (SLOW_OPS.has(op) ? this.#slow : this.#cheap).push(read);
+      (isSlow(op) ? this.#slow : this.#cheap).push(read);
       this.#pump();
     });
   }
@@ -128,11 +132,11 @@ export class ReaderPool {
       else return read;
     }
     const head = this.#ended[0];
-    return head !== undefined && (slowAllowed || !SLOW_OPS.has(head.task.op)) ? this.#ended.shift() : undefined;
+    return head !== undefined && (slowAllowed || !isSlow(head.task.op)) ? this.#ended.shift() : undefined;
   }
 
   #start(read: QueuedRead): void {
-    const slow = SLOW_OPS.has(read.task.op);
+    const slow = isSlow(read.task.op);
     const check = read.task.op === "checkIntegrity";
     this.#running++;
     if (slow) this.#runningSlow++;

@@ -1,6 +1,6 @@
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../sqlite/operations.js";
-import { OPERATION_KINDS, type OpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
+import { OPERATIONS, type OpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
 import { isControlOp } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import type { ClientConnection } from "./client-connection.js";
@@ -47,7 +47,7 @@ export class RequestDispatch {
     if (this.queueDepth >= this.#options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
     }
-    const kind = OPERATION_KINDS[request.op];
+    const kind = OPERATIONS[request.op].kind;
     const params = parseOperation(request.op, request.args);
     if (kind === "write") {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);

@@ -1,6 +1,6 @@
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../sqlite/operations.js";
-import { OPERATION_KINDS, type OpName } from "../operation-catalogue.js";
+import { OPERATIONS, type OpName } from "../operation-catalogue.js";
 
 /** Writes of one handle, run one after another in the order they were made. */
 export class WriteQueue {
@@ -20,7 +20,7 @@ export class WriteQueue {
 
 /** A call of a non-streamed operation, its arguments checked (streamed ones are iterated instead). */
 export function parseCall(name: OpName, args: readonly unknown[]): { kind: "read" | "write"; params: unknown } {
-  const kind = OPERATION_KINDS[name];
+  const kind = OPERATIONS[name].kind;
   if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
   return { kind, params: parseOperation(name, args) };
 }

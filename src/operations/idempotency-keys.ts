@@ -9,7 +9,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { arity } from "./args.js";
-import { PARAMETER_COUNTS, type WriteOpName } from "../operation-catalogue.js";
+import { OPERATIONS, type WriteOpName } from "../operation-catalogue.js";
 
 /** The table the keys live in, in the database they guard. */
 export const KEYS_TABLE = "sessiondb_idempotency";
@@ -91,10 +91,10 @@ export function keyRetentionHours(value: unknown, name: string): number {
 /**
  * A write's call split in two: its arguments for the engine, and the key its trailing
  * `WriteOptions` gives (null: none). That object sits right after the operation's own parameters
- * (`PARAMETER_COUNTS`), the method's last.
+ * (the catalogue's `maxArgs`), the method's last.
  */
 export function splitWriteOptions(op: WriteOpName, args: readonly unknown[]): { args: unknown[]; key: string | null } {
-  const at = PARAMETER_COUNTS[op];
+  const at = OPERATIONS[op].maxArgs;
   arity(args, at + 1, op);
   if (args.length <= at) return { args: [...args], key: null };
   const write = args[at];

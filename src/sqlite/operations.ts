@@ -3,7 +3,7 @@
  * runs on a connection. Direct mode, the writer and reader workers run operations through it;
  * its kinds are the catalogue's, checked by `satisfies`.
  */
-import { OPERATION_KINDS, PARAMETER_COUNTS, type OpName, type ResultOf } from "../operation-catalogue.js";
+import { OPERATIONS, type OpName, type ResultOf } from "../operation-catalogue.js";
 import { arity, type Args } from "../operations/args.js";
 import type { Connection } from "./connection.js";
 import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
@@ -16,7 +16,7 @@ import * as sessions from "./sessions.js";
 import * as sources from "./source-counts.js";
 import * as titles from "./titles.js";
 
-type Kind<K extends OpName> = (typeof OPERATION_KINDS)[K];
+type Kind<K extends OpName> = (typeof OPERATIONS)[K]["kind"];
 
 /** The implementation an operation of the catalogue needs: its kind, and its result type. */
 type OperationFor<K extends OpName> = Kind<K> extends "stream"
@@ -64,7 +64,7 @@ export const operations = {
  * the operation is registered under is the one its errors give: its parser is not told it twice.
  */
 export function parseOperation(name: OpName, args: Args): unknown {
-  arity(args, PARAMETER_COUNTS[name], name);
+  arity(args, OPERATIONS[name].maxArgs, name);
   return operations[name].parse(args, name);
 }
 
