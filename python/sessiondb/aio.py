@@ -18,6 +18,8 @@ from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
 from .idempotency import KEYED_OPS, Resends, write_key
 from .operations import READ, WRITE, Operations
 from .paths import check_socket_trust
+from .watch import watch_args
+from .aio_watch import AsyncWatch
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
 
 _LOST = object()
@@ -68,12 +70,13 @@ class AsyncConnection:
             raise
         return connection
 
-    def _send(self, op: str, args: List[Any], deadline: float, slot: Any, key: Optional[str] = None) -> int:
-        """Registers and writes the request in one step (no await: nothing can cut in)."""
+    def _send(self, op: str, args: List[Any], deadline: Optional[float], slot: Any, key: Optional[str] = None) -> int:
+        """Registers and writes the request in one step (no await: nothing can cut in). A
+        deadline of None sends none (a watch lasts until it is ended)."""
         if self.lost:
             raise Lost(sent=False)
-        ms = remaining_ms(deadline - time.monotonic())
-        if ms is None:
+        ms = None if deadline is None else remaining_ms(deadline - time.monotonic())
+        if ms is None and deadline is not None:
             raise DeadlineError("TIMEOUT", f"{op}: the deadline passed before it was sent")
         request_id = self._next_id
         frame = request_frame(request_id, op, args, ms, key)
@@ -198,6 +201,7 @@ class AsyncSessionDB(Operations):
         self._connection: Optional[AsyncConnection] = None
         self._connecting: Optional[asyncio.Lock] = None
         self._closed = False
+        self._watches: List[AsyncWatch] = []
         forks.track(self)
 
     def _forget_after_fork(self) -> None:
@@ -313,8 +317,32 @@ class AsyncSessionDB(Operations):
         finally:
             await connection.close()
 
+    def watch(self, session_id: Optional[str] = None, source: Optional[str] = None,
+              after_message_id: Optional[int] = None) -> AsyncWatch:
+        """``SessionDB.watch`` as an async iterator (``async for event in db.watch(...)``), on a
+        daemon connection of its own opened at the first event; ``aclose()``, ``async with``
+        or ``db.close()`` ends it. The same events, cursor rules and arguments."""
+        args = watch_args(session_id, source, after_message_id)
+        if self._closed:
+            raise ClosedError("CLOSED", "this AsyncSessionDB is closed")
+        target = self._target
+
+        async def open_connection() -> AsyncConnection:
+            if self._closed:
+                raise ClosedError("CLOSED", "this AsyncSessionDB is closed")
+            return await self._open(time.monotonic() + target.timeout)
+
+        watch = AsyncWatch(open_connection, args, None if target._url else target.database,
+                           self._watches.remove, lambda: target.no_daemon(
+                               "the connection was lost during watch; watch again with after_message_id "
+                               "set to the last message id seen"))
+        self._watches.append(watch)
+        return watch
+
     async def close(self) -> None:
-        """Waits for calls in flight, then closes the connection. Idempotent."""
+        """Waits for calls in flight, then closes the connection and ends the watches. Idempotent."""
+        for watch in list(self._watches):
+            await watch.aclose()
         self._closed = True
         connection, self._connection = self._connection, None
         if connection is not None:

@@ -26,6 +26,7 @@ from .paths import (
 )
 from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
+from .watch import DaemonWatch, FileWatch, Watch, Watches, watch_args
 
 PathLike = Union[str, "os.PathLike[str]"]
 # A request whose connection died before it reached the daemon is re-sent; this bounds how often.
@@ -239,6 +240,7 @@ class SessionDB(Operations):
         # does (bridge.py). Its lock orders the calls around the move.
         self._bridge: Optional[Bridge] = None
         self._bridge_lock = threading.Lock()
+        self._watches = Watches()
         forks.track(self)
         deadline = time.monotonic() + self._target.timeout
         if not self._start_bridged(deadline):
@@ -436,8 +438,41 @@ class SessionDB(Operations):
         finally:
             connection.close()
 
+    def watch(self, session_id: Optional[str] = None, source: Optional[str] = None,
+              after_message_id: Optional[int] = None) -> Watch:
+        """The change feed of one session, or of every session (of one ``source``): an iterator of
+        event dicts in commit order, ``{"type": "message", "message": row}``, ``{"type":
+        "session", "change": …, "session_id": …, "session": row or None}`` (``change`` one of
+        created, ended, reopened, titled, tokens, system_prompt, cleared, deleted) and ``{"type":
+        "resync", "after_message_id": n}`` (this watcher fell behind: re-read what it shows, the
+        feed goes on after message ``n``). With ``after_message_id`` the messages after it are
+        replayed first, then live ones follow with no gap and no duplicate; without it the feed
+        starts now. Blocks in ``next()`` until an event comes; ``close()`` (from any thread), the
+        generator's close or ``db.close()`` ends it. Served by the daemon on a connection of its
+        own, or from the file while the handle is (cold start) or the daemon has no watch."""
+        args = watch_args(session_id, source, after_message_id)
+        if self._closed:
+            raise ClosedError("CLOSED", "this SessionDB is closed")
+        target = self._target
+        if self._bridge is not None:
+            return self._watches.add(FileWatch(target.database, args, self._watches.remove))
+        connection = target.connect(time.monotonic() + target.timeout)
+        fallback = None
+        if target._url is None:
+            def fallback() -> Watch:
+                return self._watches.add(FileWatch(target.database, args, self._watches.remove))
+        lost = lambda: target.no_daemon("the connection was lost during watch; watch again with "
+                                        "after_message_id set to the last message id seen")
+        try:
+            return self._watches.add(DaemonWatch(connection, args, self._watches.remove, lost, fallback))
+        except Lost:
+            connection.close()
+            raise lost() from None
+
     def close(self) -> None:
-        """Waits for calls in flight, then closes the connection (and ``_conn``). Idempotent."""
+        """Waits for calls in flight, then closes the connection (and ``_conn``) and ends the
+        watches. Idempotent."""
+        self._watches.close_all()
         with self._state_lock:
             self._closed = True
             connection, self._connection = self._connection, None

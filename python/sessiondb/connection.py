@@ -135,11 +135,12 @@ class Connection:
             if not self._pending:
                 self._idle.notify_all()
 
-    def _send(self, request_id: int, op: str, args: List[Any], deadline: float, key: Optional[str] = None) -> None:
-        """Sends the request, or raises with nothing applied (a TIMEOUT, a bad argument, Lost)."""
-        ms = remaining_ms(deadline - time.monotonic())
+    def _send(self, request_id: int, op: str, args: List[Any], deadline: Optional[float], key: Optional[str] = None) -> None:
+        """Sends the request, or raises with nothing applied (a TIMEOUT, a bad argument, Lost).
+        A deadline of None sends none (a watch lasts until it is ended)."""
+        ms = None if deadline is None else remaining_ms(deadline - time.monotonic())
         try:
-            if ms is None:
+            if ms is None and deadline is not None:
                 raise DeadlineError("TIMEOUT", f"{op}: the deadline passed before it was sent")
             frame = request_frame(request_id, op, args, ms, key)
         except SessionDBError:
@@ -190,6 +191,16 @@ class Connection:
         finally:
             pending.abandoned = True
             self._forget(request_id)
+
+    def open_stream(self, op: str, args: List[Any]) -> Tuple[int, _Pending]:
+        """Sends a request without a deadline whose chunks the caller takes from the pending's
+        ``pages`` (a watch: watch.py)."""
+        request_id, pending = self._register(streaming=True)
+        self._send(request_id, op, args, None)
+        return request_id, pending
+
+    def forget(self, request_id: int) -> None:
+        self._forget(request_id)
 
     def _read_loop(self) -> None:
         frames = FrameReader()

@@ -19,14 +19,16 @@ MAX_REQUEST_FRAME_BYTES = 16 * 1024 * 1024
 MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024
 
 
-def request_frame(request_id: int, op: str, args: List[Any], timeout_ms: int, key: Optional[str] = None) -> bytes:
+def request_frame(request_id: int, op: str, args: List[Any], timeout_ms: Optional[int], key: Optional[str] = None) -> bytes:
     """The request's frame; arguments MessagePack cannot carry fail this call alone, unsent.
     ``timeout_ms`` is the time the request has left; the same deadline goes beside it on the
     host's clock (``deadlineEpochMs``), so a request that sat in a stalled daemon's socket buffer
-    is not started when it wakes (the TypeScript client sends both too)."""
-    deadline_epoch_ms = int(time.time() * 1000) + timeout_ms
-    request: Dict[str, Any] = {"id": request_id, "op": op, "args": args, "timeoutMs": timeout_ms,
-                               "deadlineEpochMs": deadline_epoch_ms}
+    is not started when it wakes (the TypeScript client sends both too). None: no deadline (a
+    ``watch``, which lasts until it is ended)."""
+    request: Dict[str, Any] = {"id": request_id, "op": op, "args": args}
+    if timeout_ms is not None:
+        request["timeoutMs"] = timeout_ms
+        request["deadlineEpochMs"] = int(time.time() * 1000) + timeout_ms
     if key is not None:  # a write's idempotency key (docs/protocol.md §7.1)
         request["idempotencyKey"] = key
     try:

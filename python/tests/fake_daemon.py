@@ -10,7 +10,7 @@ import msgpack
 
 from sessiondb.protocol import HEADER
 
-Reply = Optional[Dict[str, Any]]
+Reply = Any  # a frame's map, a list of them, or None (no answer)
 
 
 class FakeDaemon:
@@ -49,8 +49,10 @@ class FakeDaemon:
                     buffer = buffer[4 + length:]
                     self.requests.append(request)
                     reply = self.answer(request)
-                    if reply is not None:
-                        body = msgpack.packb({"id": request["id"], **reply}, use_bin_type=True)
+                    # A list: several frames (a stream's chunks, another request's reply), each
+                    # with the request's id unless it names its own.
+                    for frame in reply if isinstance(reply, list) else [reply] if reply is not None else []:
+                        body = msgpack.packb({"id": request["id"], **frame}, use_bin_type=True)
                         conn.sendall(HEADER.pack(len(body)) + body)
         except OSError:
             return
