@@ -171,6 +171,43 @@ def run_sql(db: Location, statement: str, params: tuple = ()) -> list:
         connection.close()
 
 
+# How long a state may take to come: a bound for one that never does, not a speed target.
+WAIT_LIMIT_S = 120
+
+
+def wait_until(what: str, condition) -> None:
+    """Polls for a state, not a time: fails naming it only past a generous bound."""
+    until = time.monotonic() + WAIT_LIMIT_S
+    while not condition():
+        if time.monotonic() > until:
+            raise AssertionError(f"still waiting after {WAIT_LIMIT_S} s for {what}")
+        time.sleep(0.01)
+
+
+def wait_until_steady(what: str, read, steady_s: float = 0.5):
+    """Polls ``read()`` until its value has not changed for ``steady_s`` and returns it: the wait
+    for an absence of progress (a producer that stopped). One still going, however slowly, keeps
+    it waiting up to the bound."""
+    until = time.monotonic() + WAIT_LIMIT_S
+    value, since = read(), time.monotonic()
+    while True:
+        time.sleep(0.025)
+        now = read()
+        if now != value:
+            value, since = now, time.monotonic()
+        elif time.monotonic() - since >= steady_s:
+            return value
+        if time.monotonic() > until:
+            raise AssertionError(f"still waiting after {WAIT_LIMIT_S} s for {what} to settle (last {value!r})")
+
+
+def wait_for_uptime(db, seconds: float) -> None:
+    """Waits until the daemon serving ``db`` (a sync handle whose connection stays open) has been
+    up ``seconds`` by its own clock: a spell it timed from its start has then passed on its side,
+    however late this process's own sleeps run."""
+    wait_until(f"the daemon up {seconds} s", lambda: db._call("stats", "read", [])["uptimeS"] >= seconds)
+
+
 def pg_literal(value: object) -> str:
     """A test's parameter as an SQL literal for psql (standard_conforming_strings is on)."""
     if value is None:

@@ -13,7 +13,7 @@ from typing import Iterator, List
 
 import pytest
 
-from conftest import CLI, REPO, run_sql
+from conftest import CLI, REPO, run_sql, wait_for_uptime
 from fake_daemon import FakeDaemon, hello_ok
 from sessiondb import AsyncSessionDB, SessionDB, UnavailableError
 from sessiondb.paths import default_socket_path, real_database_path
@@ -161,9 +161,10 @@ def test_serve_idle_exit_stops_cleanly_once_no_client_is_connected(tmp: Path, bi
                 assert daemon.poll() is None
                 time.sleep(0.05)
         handle.create_session("s", "cli")
-        # Longer than an idle period with a client connected: it must still serve. (The period is
-        # 2 s because the test must connect within one of the daemon starting to listen.)
-        time.sleep(3)
+        # Longer than an idle period with a client connected, on the daemon's clock: it must still
+        # serve. (The period is 2 s because the test must connect within one of the daemon
+        # starting to listen.)
+        wait_for_uptime(handle, 3)
         assert daemon.poll() is None and handle.session_count() == 1
         handle.close()
         assert daemon.wait(timeout=60) == 0
@@ -316,7 +317,7 @@ def test_an_autostarted_daemon_leaves_once_its_last_client_closed_checkpointed_a
         cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         assert cmdline[-3:-1] == [b"--idle-exit", b"1"]
         if handle is not None:
-            time.sleep(2.5)  # over two idle spells with a client connected: it stays
+            wait_for_uptime(handle, 2.5)  # over two idle spells with a client connected: it stays
             assert process_running(pid) and handle.message_count("s") == 20
             handle.close()
         give_up = time.monotonic() + 120  # a bound for a daemon that never leaves, not a speed target

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import WAIT_LIMIT_S, wait_until
 from fake_daemon import FakeDaemon, hello_ok
 from sessiondb import (
     AsyncSessionDB, DeadlineError, FilePermissionError, InvalidArgumentError, OutcomeUnknownError, SessionDB, SessionDBError,
@@ -218,7 +219,7 @@ def test_after_the_goodbye_frame_the_next_call_reconnects(tmp: Path):
         with SessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
             assert db.session_count() == 7
             fake.goodbye()
-            time.sleep(0.2)
+            wait_until("the client to read the goodbye", lambda: db._connection is None or db._connection.lost)
             assert db.session_count() == 7
             assert db.append_message("s", "user", "hi") == 7
         assert [r["op"] for r in fake.requests] == ["hello", "sessionCount", "hello", "sessionCount", "appendMessage"]
@@ -241,7 +242,7 @@ def test_a_write_pending_at_the_goodbye_is_resent_with_its_key(tmp: Path):
     fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
     try:
         with SessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
-            threading.Thread(target=lambda: (held.wait(5), time.sleep(0.1), fake.goodbye()), daemon=True).start()
+            threading.Thread(target=lambda: (held.wait(5), fake.goodbye()), daemon=True).start()
             assert db.append_message("s", "user", "hi") == 3  # sent again on a new connection
             held.clear()
             assert db.session_count() == 3
@@ -261,7 +262,10 @@ def test_async_after_the_goodbye_frame_the_next_call_reconnects(tmp: Path):
         async with AsyncSessionDB(tmp / "state.db", autostart=False, timeout=5) as db:
             assert await db.session_count() == 5
             fake.goodbye()
-            await asyncio.sleep(0.2)
+            give_up = time.monotonic() + WAIT_LIMIT_S
+            while db._connection is not None and not db._connection.lost:
+                assert time.monotonic() < give_up, "the client did not read the goodbye"
+                await asyncio.sleep(0.01)
             assert await db.session_count() == 5
         sent = [r for r in fake.requests if r["op"] != "hello"]
         assert all(isinstance(r["deadlineEpochMs"], int) for r in sent)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 from typing import Dict, Iterator, List, Set
 
 import pytest
 
-from conftest import CLI
+from conftest import CLI, WAIT_LIMIT_S, wait_until
 from postgres_server import PgServer, postgres_bin_dir
 from sessiondb import SessionDB
 from sessiondb.errors import SessionDBError
@@ -22,7 +21,6 @@ TERMINATE = """SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_st
   WHERE datname = current_database() AND application_name LIKE 'sessiondb %') t"""
 LOCKED = """SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
   WHERE c.relname = 'messages' AND l.mode = 'AccessExclusiveLock' AND l.granted"""
-WAIT_LIMIT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +28,6 @@ def own_server() -> Iterator[PgServer]:
     server = PgServer.start(CLI)
     yield server
     server.stop()
-
-
-def wait_until(what: str, condition) -> None:
-    """Polls for a state, not a time: fails naming it only past a generous bound."""
-    until = time.monotonic() + WAIT_LIMIT_S
-    while not condition():
-        if time.monotonic() > until:
-            raise AssertionError(f"still waiting after {WAIT_LIMIT_S} s for {what}")
-        time.sleep(0.01)
 
 
 class Load:

@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Daemon } from "../../src/daemon/daemon.js";
 import { fileIdentity } from "../../src/file-identity.js";
 import { identitySocketPath } from "../../src/socket-path.js";
@@ -38,7 +37,7 @@ test("serve --idle-exit: keeps serving while a client is connected, then exits 0
     }
   }
   await db.createSession("s", "cli");
-  await sleep(2500); // several idle periods with a client connected
+  await waitForUptime(db, 2.5); // several idle spells with a client connected
   assert.equal(await db.sessionCount(), 1, "still serving");
   await db.close();
   const finished = await child!.done;
@@ -55,6 +54,17 @@ test("serve --idle-exit rejects a value that is not a positive number", async (t
   assert.match(finished.stderr, /--idle-exit.*positive number of seconds/);
 });
 
+/**
+ * Waits until the daemon has been up `seconds` by its own clock, asking it through `db` (whose
+ * connection stays open): a spell the daemon timed from its start has then passed on its side,
+ * however late this test's own timers run.
+ */
+async function waitForUptime(db: SessionDB, seconds: number): Promise<void> {
+  const control = db.daemon;
+  assert.ok(control !== null);
+  await waitUntil(`the daemon up ${seconds} s`, async () => (await control.stats()).uptimeS >= seconds);
+}
+
 /** Stops the daemon a test autostarted and waits until its process is gone. */
 async function stopDaemon(dbPath: string): Promise<void> {
   const db = await openSessionDB({ path: dbPath, mode: "daemon" });
@@ -62,7 +72,7 @@ async function stopDaemon(dbPath: string): Promise<void> {
   const { pid } = db.daemon.server;
   await db.daemon.shutdown();
   await db.close();
-  while (isAlive(pid)) await sleep(20);
+  await waitUntil(`the stopped daemon (pid ${pid}) to exit`, () => !isAlive(pid));
 }
 
 function withBin(t: TestContext, bin: string | undefined): void {
@@ -174,7 +184,7 @@ test("an autostarted daemon leaves once its last client closed: gone within its 
   const identitySocket = identitySocketPath(identity);
   await db.createSession("s", "cli");
   for (let i = 0; i < 20; i++) await db.appendMessage("s", { role: "user", content: `message ${i}` });
-  await sleep(2500); // over two idle spells with a client connected: it stays
+  await waitForUptime(db, 2.5); // over two idle spells with a client connected: it stays
   assert.equal(await db.messageCount({ sessionId: "s" }), 20, "the daemon left while a client was connected");
   await db.close();
 

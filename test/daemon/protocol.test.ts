@@ -17,7 +17,7 @@ import { controlOf, daemonStats, freshDbPath, shortTempDir, startDaemon, type Da
 import { rawAll, rawGet, rawWrite } from "../helpers/raw-db.js";
 import { RawConnection, type Reply } from "../helpers/raw-connection.js";
 import { buildSpecFile } from "../helpers/sqlite-files.js";
-import { waitUntil } from "../helpers/wait-until.js";
+import { waitUntil, waitUntilSteady } from "../helpers/wait-until.js";
 
 /** A well-behaved client, on a connection of its own, can still write, read back and search. */
 async function assertHealthy(daemon: DaemonProcess): Promise<void> {
@@ -155,8 +155,9 @@ test("exportAll reads the socket only as fast as it is consumed: the daemon stop
   for await (const item of exporter.exportAll()) {
     exported++;
     if (exported === 1) {
-      await sleep(1500);
-      pagesWhileStalled = (await pagesRead()) - before;
+      // The stall: until the daemon has stopped producing pages (held back by the full socket),
+      // or has produced them all (the client kept reading: the assertion below fails).
+      pagesWhileStalled = (await waitUntilSteady("the pages the daemon produced while the consumer stalls", pagesRead)) - before;
     }
     assert.equal(item.messages.length, 5);
   }

@@ -11,9 +11,11 @@ import { once } from "node:events";
 import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { defaultSocketPath, openSessionDB } from "../../src/index.js";
 import { CLI, runCli, runJson, seedDatabase } from "../helpers/cli.js";
 import { gatePath, runToSuccess, sourceFixture, spawnPython } from "../helpers/processes.js";
+import { controlOf } from "../helpers/daemon.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { waitUntil } from "../helpers/wait-until.js";
 
@@ -142,12 +144,17 @@ test("serve --log-format json: one JSON object per line; a slow request has its 
   const client = await openSessionDB({ path: db, mode: "daemon" });
   t.after(() => client.close());
   await client.createSession("slow", "cli");
-  // Another process holds the write lock for a second: the append waits for it, past --slow-ms.
+  // Another process holds the write lock: the append waits for it, past --slow-ms.
   const release = gatePath(dir);
   const holder = spawnPython(sourceFixture("hermes_writer.py"), ["hold", db, "30", release]);
   await holder.waitForLine("locked");
   const append = client.appendMessage("slow", { role: "user", content: "waited" });
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const observer = await openSessionDB({ path: db, mode: "daemon" });
+  t.after(() => observer.close());
+  await waitUntil("the daemon holds the append", async () => (await controlOf(observer).stats()).writer.queueDepth > 0);
+  // Slow is a time: the daemon has had the append since before it said so, and it waits out
+  // --slow-ms (300) and more before the lock is released.
+  await sleep(500);
   (await import("node:fs")).writeFileSync(release, "");
   await append;
   await runToSuccess(holder);

@@ -14,6 +14,7 @@ import { encodeFrame } from "../../src/protocol/frame-codec.js";
 import { HEADER_BYTES } from "../../src/protocol/frame-limits.js";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { RawConnection } from "../helpers/raw-connection.js";
+import { waitUntil } from "../helpers/wait-until.js";
 import { CLI, DaemonProcess, waitUntilServing } from "../helpers/daemon.js";
 import { Child } from "../helpers/processes.js";
 import { mib } from "./harness.js";
@@ -147,15 +148,43 @@ test("an idle connection is closed after --client-idle-timeout with a goodbye fr
   assert.equal(goodbye.id, 0);
   assert.equal((goodbye.error as { code: string }).code, "CLOSED");
   assert.equal(await raw.closesWithin(), true);
-  await sleep(500);
+  // The library client's connection was as idle: the daemon closes it too (asked on connections
+  // of the test's own, each of which counts itself).
+  await waitUntil("the daemon to close the library client's idle connection", async () => (await clientsCounted(t, daemon.socketPath)) <= 1);
 
-  // The library client's connection was closed too; its next calls just work.
+  // Its next calls just work.
   const id = await db.appendMessage("idle", { role: "user", content: "after the idle close" });
   assert.deepEqual((await db.getMessages("idle")).map((m) => m.id), [id]);
-  // A client that keeps calling is never idle.
-  for (let i = 0; i < 6; i++) {
-    await db.appendMessage("idle", { role: "user", content: `busy ${i}` });
-    await sleep(300);
+
+  // A client that keeps calling is never idle: pings 100 ms apart for 2.5 idle timeouts get no
+  // goodbye. (Letting that time pass is the point. Only a stall of this test's own of half the
+  // timeout or more between two pings would excuse one.)
+  const busy = await RawConnection.open(t, daemon.socketPath);
+  const started = Date.now();
+  let lastReply = started;
+  for (let i = 2; Date.now() - started < 2500; i++) {
+    const sentAfter = Date.now() - lastReply;
+    const reply = await busy.call(i, "ping").catch((err: Error) => {
+      if (sentAfter >= 500) return null;
+      throw new Error(`a client pinging every 100 ms was closed as idle (${sentAfter} ms after its last reply): ${err.message}`);
+    });
+    if (reply === null) {
+      t.diagnostic(`this test stalled ${sentAfter} ms between two pings; the goodbye it got is no failure`);
+      break;
+    }
+    assert.equal(reply.result, "pong");
+    lastReply = Date.now();
+    await sleep(100);
   }
-  assert.equal(await db.messageCount({ sessionId: "idle" }), 7);
 });
+
+/** The daemon's connection count, asked on a connection of its own (counted too), then closed. */
+async function clientsCounted(t: TestContext, socketPath: string): Promise<number> {
+  const probe = await RawConnection.open(t, socketPath);
+  try {
+    const reply = await probe.call(1, "stats");
+    return (reply.result as { clients: number }).clients;
+  } finally {
+    probe.destroy();
+  }
+}

@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { DaemonStats } from "../../src/protocol/control.js";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { RawConnection } from "../helpers/raw-connection.js";
@@ -34,16 +33,20 @@ test(`${FRAMES} random and mutated frames from many connections: the daemon surv
   const seed = Number(process.env.SESSIONDB_FUZZ_SEED ?? Date.now() % 2 ** 31);
   t.diagnostic(`fuzz seed ${seed} (replay with SESSIONDB_FUZZ_SEED=${seed})`);
   const rng = new Rng(seed);
+  // After each round the daemon is left with the good client and this one: RSS is read once it has
+  // closed the round's connections on its side.
+  const steadyClients = (await daemonStats(control)).clients;
+  const roundClosed = () => waitUntil(`the daemon back to its ${steadyClients} connections after a fuzz round`, async () => (await daemonStats(control)).clients <= steadyClients);
   // A first small round warms everything up, so RSS is compared between like states.
   const warmUp = await fuzz(daemon.socketPath, rng, 500, CONCURRENCY);
-  await sleep(500);
+  await roundClosed();
   const baseline = { rss: rssBytes(daemon.pid), fds: fdCount(daemon.pid), clients: (await daemonStats(control)).clients };
 
   const rounds: FuzzRun[] = [];
   const memory: Array<DaemonStats["memory"]> = [];
   for (let round = 0; round < ROUNDS; round++) {
     rounds.push(await fuzz(daemon.socketPath, rng, FRAMES / ROUNDS, CONCURRENCY));
-    await sleep(200);
+    await roundClosed();
     memory.push((await daemonStats(control)).memory);
   }
   const rssMid = memory[0]!.rss;

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { daemonStats, shortTempDir } from "../helpers/daemon.js";
+import { waitUntil } from "../helpers/wait-until.js";
 import { checkFile, loadReport, mib, rssBytes, scaled, serve, spawnLoad } from "./harness.js";
 
 const WRITES = scaled(20_000, 100_000);
@@ -45,7 +46,13 @@ test(`daemon RSS after two rounds of ${WRITES} writes and ${SEARCHES} searches d
       assert.equal(r.ackCount, r.sent);
     }
     const ms = Date.now() - started;
-    // The least of a few samples over a second: RSS once the round's garbage is collected.
+    // The round is over on the daemon's side too: its clients' connections closed, no read running.
+    await waitUntil("the round's connections closed and its reads done", async () => {
+      const { clients, readers } = await daemonStats(control);
+      return clients <= 1 && readers.inFlight === 0 && readers.queued === 0;
+    });
+    // The least of a few samples over a second (a measuring window, not a wait): RSS once the
+    // round's garbage is collected.
     let rss = Number.POSITIVE_INFINITY;
     for (let i = 0; i < 5; i++) {
       await sleep(200);

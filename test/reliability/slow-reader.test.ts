@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { connect } from "node:net";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { daemonStats, freshDbPath } from "../helpers/daemon.js";
 import { decodeBody, encodeFrame } from "../../src/protocol/frame-codec.js";
 import { FrameDecoder } from "../../src/protocol/frame-decoder.js";
+import { waitUntilSteady } from "../helpers/wait-until.js";
 import { mib, rssBytes, serve } from "./harness.js";
 
 const REQUESTS = 5000;
@@ -37,13 +37,7 @@ test(`a client that pipelines ${REQUESTS} requests for ${REPLY_BYTES / 1024} KiB
   slow.write(Buffer.concat(Array.from({ length: REQUESTS }, (_, i) => encodeFrame({ id: i + 1, op: "getMessages", args: ["big"] }))));
 
   // Let the daemon do all it will do for this client, then look.
-  let served = -1;
-  for (let i = 0; i < 100; i++) {
-    await sleep(100);
-    const now = (await daemonStats(db)).readers.completed - before.readers.completed;
-    if (now === served) break;
-    served = now;
-  }
+  const served = await waitUntilSteady("the reads served to the client that reads nothing", async () => (await daemonStats(db)).readers.completed - before.readers.completed);
   const rssPaused = rssBytes(daemon.pid);
   // Everyone else is served while the slow client sits there.
   assert.equal((await db.getMessages("big")).length, 1);
