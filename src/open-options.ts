@@ -18,7 +18,8 @@ export interface OpenOptions {
   /**
    * Daemon mode: how long a request may take, in ms. Default 30000. The daemon does not start a
    * request past it (`TIMEOUT`: not applied); a write sent and not answered by then (plus 2 s)
-   * fails with `OUTCOME_UNKNOWN`.
+   * fails with `OUTCOME_UNKNOWN`. Direct mode on PostgreSQL: how long a keyed write is sent
+   * again after a lost connection.
    */
   requestTimeoutMs?: number;
   /** Daemon mode: how long to wait for the socket to answer. Default 1000. */
@@ -49,10 +50,11 @@ export interface OpenOptions {
    */
   keyRetentionHours?: number;
   /**
-   * Modes "daemon" and "auto": give every write whose caller gave no `idempotencyKey` one of the
-   * client's own, and send it again, until its deadline, after a lost connection, a daemon
-   * restart, `OUTCOME_UNKNOWN` from the daemon or a fail-over to direct mode: applied exactly
-   * once. Default true. With false, such a write is sent once (its fate may stay unknown).
+   * Modes "daemon" and "auto", and direct mode on PostgreSQL: give every write whose caller gave
+   * no `idempotencyKey` one of the client's own, and send it again, until its deadline, after a
+   * lost connection (to the daemon or to PostgreSQL), a daemon restart, `OUTCOME_UNKNOWN` from
+   * the daemon or a fail-over to direct mode: applied exactly once. Default true. With false,
+   * such a write is sent once (its fate may stay unknown).
    */
   idempotencyKeys?: boolean;
 }

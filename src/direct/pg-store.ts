@@ -1,4 +1,5 @@
-import { SessionDBError } from "../errors.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import { parseOperation } from "../sqlite/operations.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
@@ -7,6 +8,7 @@ import { parseCall, WriteQueue } from "./write-queue.js";
 import { Store } from "../store.js";
 import { openPgPool, type PgClient, type PgPool } from "../pg/pg-connection.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
+import { reconnectDelayMs } from "../pg/pg-backoff.js";
 import { readOnly, toPgSessionDBError } from "../pg/pg-errors.js";
 import { runPgOperation } from "../pg/pg-operations.js";
 import { PgSnapshot } from "../pg/pg-snapshot.js";
@@ -20,7 +22,10 @@ const DIRECT_POOL_SIZE = 4;
 /**
  * Direct mode on a PostgreSQL URL: a small pool of connections in this process. Every write is
  * one transaction, retried on serialization failure and deadlock; writes from one handle keep
- * their order; reads run at once on their own connections.
+ * their order; reads run at once on their own connections. A keyed write (every write, unless the
+ * caller turned `idempotencyKeys` off) whose connection is lost — before its COMMIT, during it, or
+ * the server not reachable — is sent again with its key until its deadline (`requestTimeoutMs`),
+ * as the daemon clients resend: applied once, whether or not the lost attempt committed.
  */
 export class PgStore extends Store {
   readonly mode = "direct" as const;
@@ -62,13 +67,46 @@ export class PgStore extends Store {
       );
     }
     if (!this.#writable) throw readOnly();
-    return this.#writes.run(
-      async () =>
-        (await inPgTransaction(this.#pool, this.#options.retry, async (client) => {
+    const deadline = performance.now() + this.#options.requestTimeoutMs;
+    // The write's turn in the queue covers its resends: the handle's writes keep their order.
+    return this.#writes.run(async () => (await this.#keyedWrite(name as WriteOpName, params, key, deadline)) as ResultOf<K>);
+  }
+
+  protected override get autoKeys(): boolean {
+    return this.#options.idempotencyKeys;
+  }
+
+  /**
+   * One write, sent again with its key after a lost connection (UNAVAILABLE: not applied, or no
+   * connection; OUTCOME_UNKNOWN: lost during COMMIT) until `deadline`: the key makes a committed
+   * attempt answer its first result. Past the deadline the caller gets OUTCOME_UNKNOWN if an
+   * attempt may have committed, else the last UNAVAILABLE. A write without a key is sent once.
+   */
+  async #keyedWrite(name: WriteOpName, params: unknown, key: string | null, deadline: number): Promise<unknown> {
+    let mayHaveCommitted = false;
+    for (let lost = 1; ; lost++) {
+      try {
+        return await inPgTransaction(this.#pool, this.#options.retry, async (client) => {
           if (key !== null) await this.#pruneKeys(client);
-          return runPgKeyedWrite(client, name as WriteOpName, params, key);
-        })) as ResultOf<K>,
-    );
+          return runPgKeyedWrite(client, name, params, key);
+        });
+      } catch (err) {
+        const code = toSessionDBError(err).code;
+        if (key === null || (code !== "UNAVAILABLE" && code !== "OUTCOME_UNKNOWN")) throw err;
+        mayHaveCommitted ||= code === "OUTCOME_UNKNOWN";
+        const left = deadline - performance.now();
+        if (left <= 0) {
+          if (!mayHaveCommitted) throw err;
+          throw new SessionDBError(
+            "OUTCOME_UNKNOWN",
+            `${name} was sent with its idempotency key until its deadline and PostgreSQL never confirmed it; ` +
+              "sending it again with the same key applies it at most once",
+            { cause: err },
+          );
+        }
+        await sleep(Math.min(left, reconnectDelayMs(lost)));
+      }
+    }
   }
 
   /** Expired idempotency keys, a bounded step at most once a minute, in a keyed write's transaction. */

@@ -152,11 +152,12 @@ test("a daemon on PostgreSQL survives its connections terminated, a server resta
   assert.deepEqual(codes, [], `every failure had one of the documented codes: ${JSON.stringify([...tally.messages])}`);
 });
 
-test("direct mode on PostgreSQL: a host application whose connection is terminated mid-write gets UNAVAILABLE (not applied) and keeps working", async (t) => {
+/** The pg-direct-fault host's report after the test terminated its connection while its first append waited on a lock. */
+async function hostWithAppendTerminated(t: TestContext, keys: "keyed" | "keyless"): Promise<{ first: string; contents: string[] }> {
   const url = server.fresh(t);
   const admin = await adminPool(t, url);
   const gate = join(shortTempDir(t), "gate");
-  const child = spawnNode(compiledFixture("pg-direct-fault"), [url, gate]);
+  const child = spawnNode(compiledFixture("pg-direct-fault"), [url, gate, keys]);
   t.after(() => child.kill());
   await child.waitForLine("ready");
   const lock = await admin.connect();
@@ -175,8 +176,50 @@ test("direct mode on PostgreSQL: a host application whose connection is terminat
   } finally {
     lock.release();
   }
-  const report = lastJsonLine<{ first: string; contents: string[] }>(await runToSuccess(child));
-  assert.deepEqual(report, { first: "UNAVAILABLE", contents: ["after"] });
+  return lastJsonLine<{ first: string; contents: string[] }>(await runToSuccess(child));
+}
+
+test("direct mode on PostgreSQL: a write whose connection is terminated mid-write is sent again with its key and applied once; the host keeps working", async (t) => {
+  assert.deepEqual(await hostWithAppendTerminated(t, "keyed"), { first: "applied", contents: ["held", "after"] });
+});
+
+test("direct mode on PostgreSQL with idempotencyKeys false: the write whose connection is terminated gets UNAVAILABLE (not applied)", async (t) => {
+  assert.deepEqual(await hostWithAppendTerminated(t, "keyless"), { first: "UNAVAILABLE", contents: ["after"] });
+});
+
+test("direct mode on PostgreSQL under load: connections terminated again and again and a server restart; every append resolves, each present exactly once", async (t) => {
+  const url = server.fresh(t);
+  const admin = await adminPool(t, url);
+  const db = await openSessionDB({ path: url, mode: "direct", requestTimeoutMs: 120_000 });
+  t.after(() => db.close());
+  await db.createSession("s", "cli");
+  const load = startLoad(db, "s", 4);
+  const { tally } = load;
+  const moreAcked = async (what: string) => {
+    const before = tally.acked.size;
+    await waitUntil(`appends acknowledged again after ${what} (${JSON.stringify([...tally.messages])})`, () => tally.acked.size >= before + 20);
+  };
+  let terminated = 0;
+  try {
+    await moreAcked("the start");
+    for (let round = 0; round < 5; round++) {
+      terminated += (await terminateSessiondb(admin)).length;
+      await moreAcked(`pg_terminate_backend, round ${round + 1}`);
+    }
+    await server().restart();
+    await moreAcked("pg_ctl restart -m fast");
+  } finally {
+    await load.stop();
+  }
+  assert.ok(terminated > 0, "connections of the host's pool were terminated");
+  const writes = [...tally.codes].filter(([code]) => !code.startsWith("read "));
+  assert.deepEqual(writes, [], `no append failed: ${JSON.stringify([...tally.messages])}`);
+  const { rows } = await admin.query("SELECT content, COUNT(*)::int AS n FROM messages WHERE session_id = 's' GROUP BY content");
+  const stored = new Map(rows.map((r) => [String(r.content), Number(r.n)]));
+  assert.deepEqual([...stored].filter(([, n]) => n !== 1), [], "no append stored twice");
+  assert.deepEqual([...tally.acked].filter((c) => !stored.has(c)), [], "every acknowledged append is there");
+  assert.equal(stored.size, tally.acked.size, "and nothing else");
+  assert.equal((await db.getSession("s"))?.message_count, stored.size);
 });
 
 test("auto mode on a PostgreSQL daemon that answers UNAVAILABLE but stays connected: the call rejects, the handle stays with that daemon (no failover to direct mode)", async (t) => {
