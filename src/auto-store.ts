@@ -8,6 +8,7 @@ import type { Engine } from "./session-db.js";
 import { OPERATIONS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
 import type { DaemonControl } from "./daemon-control.js";
 import { Store } from "./store.js";
+import { replayOnOpening } from "./spooling-store.js";
 
 /** How long a failing-over handle waits for a stopping daemon to close the connection. */
 const DAEMON_RELEASE_MS = 15_000;
@@ -92,6 +93,8 @@ export class AutoStore extends Store {
       await Promise.race([client.hungUp, sleep(DAEMON_RELEASE_MS, undefined, { ref: false })]);
       await client.close();
       const direct = await openDirect(await directOptions(this.#options));
+      // What this user spooled for the database goes first (a spooling handle replays its own).
+      if (this.#options.spool === null) await replayOnOpening(direct, this.#options);
       this.#current = direct;
       return direct;
     })();

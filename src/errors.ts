@@ -40,6 +40,24 @@ export class SessionDBError extends Error {
   }
 }
 
+/**
+ * A write that could not be applied before its deadline (the store unreachable, or locked past
+ * the budget) and is now durable in the spool (`openSessionDB({ spool })`, docs/spool.md): it
+ * will be applied exactly once, in the caller's order. Code `SPOOLED`.
+ */
+export class SpooledError extends SessionDBError {
+  /** The write's idempotency key, the one it will be applied under. */
+  readonly idempotencyKey: string;
+  /** The spool file that holds it. */
+  readonly spoolPath: string;
+
+  constructor(message: string, idempotencyKey: string, spoolPath: string, options?: { cause?: unknown }) {
+    super("SPOOLED", message, options);
+    this.idempotencyKey = idempotencyKey;
+    this.spoolPath = spoolPath;
+  }
+}
+
 /** The error as it travels in a response frame. */
 export interface WireError {
   code: ErrorCode;

@@ -97,6 +97,15 @@ export async function fileGuardState(path: string): Promise<GuardState> {
   return "unknown";
 }
 
+/**
+ * Takes flock(LOCK_EX) on the open file description `fd` (another file than a database: see
+ * above), waiting up to `waitSeconds`; it is let go when the last descriptor of that description
+ * closes. True once held; false when flock(1) cannot be run here or the wait ran out.
+ */
+export async function lockExclusive(fd: number, waitSeconds: number): Promise<boolean> {
+  return (await runFlock(["-x", "-w", String(waitSeconds), "3"], fd)) === 0;
+}
+
 function runFlock(args: string[], fd: number): Promise<number | null> {
   return run("flock", args, fd);
 }

@@ -1,10 +1,10 @@
 /** sessiondb: the session and message store of an AI agent. */
 export { openSessionDB } from "./open.js";
-export { SessionDBError, ERROR_CODES, type ErrorCode } from "./errors.js";
+export { SessionDBError, SpooledError, ERROR_CODES, type ErrorCode } from "./errors.js";
 export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
-  SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, Mode, Engine,
+  SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, SpoolOptions, Mode, Engine,
   ImportOptions, ImportResult, SourceCount, WriteOptions,
 } from "./session-db.js";
 export { sanitizeTitle, MAX_TITLE_LENGTH } from "./operations/title-sanitizer.js";

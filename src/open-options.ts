@@ -57,6 +57,25 @@ export interface OpenOptions {
    * such a write is sent once (its fate may stay unknown).
    */
   idempotencyKeys?: boolean;
+  /**
+   * The durable spool (docs/spool.md), every mode: a write that cannot be applied before its
+   * deadline because the store cannot be reached or stays locked (`UNAVAILABLE`, `BUSY`,
+   * `TIMEOUT`, `OVERLOADED`, `OUTCOME_UNKNOWN`) is appended with its idempotency key to a file of
+   * this user's (fsync'd before the call returns) and the call rejects with `SPOOLED`
+   * (`SpooledError`): it will be applied exactly once, in this handle's order: its later writes
+   * replay the spool first. `true`: the default folder (`$XDG_STATE_HOME/sessiondb/spool`, else
+   * `~/.local/state/sessiondb/spool`) and bound (64 MiB). Default false. Direct mode replays what
+   * the folder holds for the database on opening, spool on or not.
+   */
+  spool?: boolean | SpoolOptions;
+}
+
+/** Where the spool is, and how large it may grow. */
+export interface SpoolOptions {
+  /** The folder (made 0700). Default `$XDG_STATE_HOME/sessiondb/spool`, else `~/.local/state/sessiondb/spool`. */
+  dir?: string;
+  /** The most one database's spool file may hold, in bytes; a write that would pass it is not spooled. Default 64 MiB. */
+  maxBytes?: number;
 }
 
 /** Direct mode's patience for the write lock (SPEC §4). */

@@ -3,31 +3,45 @@ import { connectOrStart } from "./client/autostart.js";
 import { directOptions, HeldFileError, NoDaemonError } from "./client/daemon-lookup.js";
 import { openDirect } from "./direct/open-direct.js";
 import { toSessionDBError } from "./errors.js";
-import { resolveOptions } from "./options.js";
+import { resolveOptions, type ResolvedOptions } from "./options.js";
 import type { OpenOptions, SessionDB } from "./session-db.js";
+import { replayOnOpening, SpoolingStore } from "./spooling-store.js";
+import type { Store } from "./store.js";
 
 /**
  * Opens the session store: a SQLite file, or a PostgreSQL database when `path` is a
  * `postgres://` URL. Mode "direct" opens the database in this process; "daemon" talks to the
  * daemon serving the file (UNAVAILABLE when none answers); "auto" (the default) uses the daemon
  * when one answers for this file, else direct. Daemons are found as client/daemon-lookup.ts says.
- * With `autostart`, "daemon" and "auto" start a daemon when none answers.
+ * With `autostart`, "daemon" and "auto" start a daemon when none answers. With `spool`, writes
+ * the store cannot take in time are spooled (spooling-store.ts).
  */
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    if (resolved.mode === "direct") return await openDirect(await directOptions(resolved));
-    if (resolved.mode === "daemon") return await connectOrStart(resolved);
-    try {
-      return new AutoStore(await connectOrStart(resolved), resolved);
-    } catch (err) {
-      // A daemon holds the file but does not answer: no direct writer beside it. PERMISSION:
-      // autostart found the file not this user's to serve; direct mode may still read it.
-      const { code } = toSessionDBError(err);
-      if ((code !== "UNAVAILABLE" && code !== "PERMISSION") || err instanceof HeldFileError) throw err;
-      return await openDirect(await directOptions(resolved, err instanceof NoDaemonError));
-    }
+    const store = await openStore(resolved);
+    return resolved.spool === null ? store : await SpoolingStore.open(store, resolved, resolved.spool);
   } catch (err) {
     throw toSessionDBError(err);
   }
+}
+
+async function openStore(resolved: ResolvedOptions): Promise<Store> {
+  if (resolved.mode === "direct") return opened(await openDirect(await directOptions(resolved)), resolved);
+  if (resolved.mode === "daemon") return await connectOrStart(resolved);
+  try {
+    return new AutoStore(await connectOrStart(resolved), resolved);
+  } catch (err) {
+    // A daemon holds the file but does not answer: no direct writer beside it. PERMISSION:
+    // autostart found the file not this user's to serve; direct mode may still read it.
+    const { code } = toSessionDBError(err);
+    if ((code !== "UNAVAILABLE" && code !== "PERMISSION") || err instanceof HeldFileError) throw err;
+    return opened(await openDirect(await directOptions(resolved, err instanceof NoDaemonError)), resolved);
+  }
+}
+
+/** Direct mode, having replayed this user's spool of the database (the spooling handle replays its own). */
+async function opened(store: Store, resolved: ResolvedOptions): Promise<Store> {
+  if (resolved.spool === null) await replayOnOpening(store, resolved);
+  return store;
 }

@@ -6,6 +6,7 @@ import { checkRegularFile } from "./regular-file.js";
 import { keyRetentionHours } from "./operations/idempotency-keys.js";
 import { databaseFiles, type DatabaseFiles } from "./database-files.js";
 import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
+import { defaultSpoolDir, SPOOL_MAX_BYTES } from "./spool/spool-file.js";
 
 /** `OpenOptions` with every default applied and every value checked, once, where they enter. */
 export interface ResolvedOptions {
@@ -34,6 +35,28 @@ export interface ResolvedOptions {
   readonly keyRetentionHours: number;
   /** Whether writes without a caller's key get one of the client's own, and are sent again when their fate is unknown. */
   readonly idempotencyKeys: boolean;
+  /** The spool when it is on (null: off). */
+  readonly spool: ResolvedSpool | null;
+  /** The folder whose spool of this database direct mode replays on opening, spool on or not. */
+  readonly spoolDir: string;
+}
+
+export interface ResolvedSpool {
+  readonly dir: string;
+  readonly maxBytes: number;
+}
+
+function resolveSpool(value: unknown): ResolvedSpool | null {
+  if (value === undefined || value === false) return null;
+  if (value === true) return { dir: defaultSpoolDir(), maxBytes: SPOOL_MAX_BYTES };
+  const spool = value as Record<string, unknown> | null;
+  if (typeof spool === "object" && spool !== null && !Array.isArray(spool) && Object.keys(spool).every((k) => k === "dir" || k === "maxBytes")) {
+    const { dir, maxBytes } = spool;
+    const dirOk = dir === undefined || (typeof dir === "string" && dir !== "");
+    const maxOk = maxBytes === undefined || (typeof maxBytes === "number" && Number.isInteger(maxBytes) && maxBytes > 0);
+    if (dirOk && maxOk) return { dir: (dir as string | undefined) ?? defaultSpoolDir(), maxBytes: (maxBytes as number | undefined) ?? SPOOL_MAX_BYTES };
+  }
+  throw invalidArgument(`option spool must be true, false or { dir?: a non-empty string, maxBytes?: a positive integer }, got ${JSON.stringify(value) ?? String(value)}`);
 }
 
 /** `SESSIONDB_AUTOSTART=0` (or `false`, `no`, `off`): no client starts a daemon, whatever its code asks. */
@@ -80,6 +103,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (options.idempotencyKeys !== undefined && typeof options.idempotencyKeys !== "boolean") {
     throw invalidArgument(`option idempotencyKeys must be a boolean, got ${String(options.idempotencyKeys)}`);
   }
+  const spool = resolveSpool(options.spool);
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
     // The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out).
@@ -98,5 +122,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     autostartIdleExitMs,
     keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
     idempotencyKeys: options.idempotencyKeys ?? true,
+    spool,
+    spoolDir: spool?.dir ?? defaultSpoolDir(),
   };
 }

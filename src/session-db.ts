@@ -21,7 +21,7 @@ export type {
   SearchSessionsOptions, SessionExport, SessionRow, SourceCount, TokenUpdateOptions, TokenUsage,
 } from "./session-types.js";
 export type { ContextMessage, ConversationMessage, MessageRow, NewMessage, SearchHit, SearchOptions } from "./message-types.js";
-export type { OpenOptions, RetryOptions } from "./open-options.js";
+export type { OpenOptions, RetryOptions, SpoolOptions } from "./open-options.js";
 
 export type Mode = "direct" | "daemon";
 

@@ -27,6 +27,8 @@ const LAYERS: readonly Layer[] = [
     ],
   },
   { name: "engine-neutral operations", modules: ["src/operations/"] },
+  // The spool's file format and replay loop: the daemon, the handles and the CLI share them.
+  { name: "the durable spool", modules: ["src/spool/"] },
   // PostgreSQL's engine still takes its argument checks' types from SQLite's operation table.
   { name: "engines", modules: ["src/sqlite/", "src/pg/"], siblings: true },
   { name: "resolved options and the store interface", modules: ["src/options.ts", "src/store.ts"] },
@@ -34,7 +36,7 @@ const LAYERS: readonly Layer[] = [
   { name: "modes", modules: ["src/direct/", "src/client/", "src/daemon/"] },
   // The daemon's threads: the daemon points at their built files by URL and never imports them.
   { name: "the daemon's worker threads", modules: ["workers/"] },
-  { name: "public surface", modules: ["src/auto-store.ts", "src/open.ts", "src/index.ts"] },
+  { name: "public surface", modules: ["src/auto-store.ts", "src/spooling-store.ts", "src/open.ts", "src/index.ts"] },
   { name: "command line", modules: ["src/cli/"] },
 ];
 

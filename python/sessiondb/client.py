@@ -16,7 +16,7 @@ from .errors import (
 )
 from .file_connection import FileConnection
 from .idempotency import KEYED_OPS, Resends, write_key
-from .spool import SPOOLED_CODES, open_spool, replay_args, spool_write
+from .spool import REFUSED_CODES, SPOOLED_CODES, open_spool, replay_args, spool_write
 from .operations import READ, WRITE, Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .immediate_write import write_immediately
@@ -414,7 +414,7 @@ class SessionDB(Operations):
             try:
                 self._keyed_write(record["op"], replay_args(record), record["key"], deadline)
             except SessionDBError as err:
-                if err.code in SPOOLED_CODES:
+                if err.code not in REFUSED_CODES:
                     raise
                 # Refused for good (a conflict, a constraint): replaying it again changes nothing.
             self._spool.acknowledge(record["key"])

@@ -24,6 +24,12 @@ MAX_BYTES = 64 * 1024 * 1024
 VERSION = 1
 # The failures a write is spooled after: the store could not be reached or stayed locked.
 SPOOLED_CODES = frozenset({"UNAVAILABLE", "OUTCOME_UNKNOWN", "TIMEOUT", "BUSY", "OVERLOADED"})
+# The answers that refuse a record for good (about the record itself: replaying it again changes
+# nothing), so it is acknowledged and dropped; any other failure (the disk full, a read-only file)
+# stops the replay and the record stays. The TypeScript replay's REFUSED_FOR_GOOD.
+REFUSED_CODES = frozenset({
+    "IDEMPOTENCY_CONFLICT", "CONSTRAINT", "INVALID_ARGUMENT", "TITLE_TOO_LONG", "TITLE_IN_USE", "NOT_FOUND", "FRAME_TOO_LARGE",
+})
 
 
 def open_spool(option: Union[bool, Dict[str, Any], None], identity: str) -> Optional["Spool"]:

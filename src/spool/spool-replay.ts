@@ -1,0 +1,83 @@
+/**
+ * Replaying a spool (docs/spool.md): each pending record sent again with its own key, in order,
+ * by whoever can write (the daemon, a direct-mode handle, the handle that spooled it, `sessiondb
+ * spool replay`). A key is applied at most once, so a replay cut short is safe to run again.
+ */
+import { SessionDBError, toSessionDBError, type ErrorCode } from "../errors.js";
+import { OPERATION_KINDS, PARAMETER_COUNTS, type OpName, type WriteOpName } from "../operation-catalogue.js";
+import type { SessionDB } from "../session-db.js";
+import type { SpoolFile, SpoolRecord } from "./spool-file.js";
+
+/**
+ * The failures a write is spooled after, and a replay stops at (the record stays): the store could
+ * not be reached or stayed locked. The Python client's SPOOLED_CODES.
+ */
+export const SPOOLED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["UNAVAILABLE", "OUTCOME_UNKNOWN", "TIMEOUT", "BUSY", "OVERLOADED"]);
+
+/**
+ * The answers that refuse a record for good: they are about the record itself (a key applied with
+ * other arguments, a constraint, arguments that are wrong), so replaying it again changes nothing
+ * and it is acknowledged and dropped. Any other failure (the disk full, a read-only file, the
+ * handle closed) is about the store: the replay stops and the record stays.
+ */
+export const REFUSED_FOR_GOOD: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "IDEMPOTENCY_CONFLICT", "CONSTRAINT", "INVALID_ARGUMENT", "TITLE_TOO_LONG", "TITLE_IN_USE", "NOT_FOUND", "FRAME_TOO_LARGE",
+]);
+
+/** Whether `op` is a write the spool takes: every keyed write but importSession (the Python client's KEYED_OPS). */
+export function isSpooledOp(op: string): op is WriteOpName {
+  return Object.hasOwn(OPERATION_KINDS, op) && OPERATION_KINDS[op as OpName] === "write" && op !== "importSession";
+}
+
+/** What a replay did: records applied, and records the store refused for good (dropped). */
+export interface ReplayResult {
+  applied: number;
+  refused: Array<{ key: string; op: string; code: ErrorCode; message: string }>;
+}
+
+/** Sends one record (its op, its wire arguments, its key) to a store; resolves once applied. */
+export type ApplyRecord = (op: WriteOpName, args: unknown[], key: string) => Promise<unknown>;
+
+/**
+ * The arguments a record is replayed with: its wire arguments, checked to be a spooled op's. A
+ * record that is not (a newer format, a damaged op) is refused for good.
+ */
+export function recordCall(record: SpoolRecord): { op: WriteOpName; args: unknown[] } {
+  if (!isSpooledOp(record.op)) throw new SessionDBError("INVALID_ARGUMENT", `a spooled ${JSON.stringify(record.op)} is no write this sessiondb replays`);
+  if (record.args.length > PARAMETER_COUNTS[record.op]) {
+    throw new SessionDBError("INVALID_ARGUMENT", `a spooled ${record.op} has ${record.args.length} arguments, at most ${PARAMETER_COUNTS[record.op]}`);
+  }
+  return { op: record.op, args: record.args };
+}
+
+/**
+ * Applies the spool's pending records in order, each acknowledged once applied or refused for
+ * good (REFUSED_FOR_GOOD). Rejects with the error of the first that cannot be applied yet: it and
+ * those after it stay pending.
+ */
+export async function replaySpool(spool: SpoolFile, apply: ApplyRecord): Promise<ReplayResult> {
+  const result: ReplayResult = { applied: 0, refused: [] };
+  for (const record of await spool.pending()) {
+    try {
+      const { op, args } = recordCall(record);
+      await apply(op, args, record.key);
+      result.applied++;
+    } catch (err) {
+      const e = toSessionDBError(err);
+      if (!REFUSED_FOR_GOOD.has(e.code)) throw e;
+      result.refused.push({ key: record.key, op: record.op, code: e.code, message: e.message });
+    }
+    await spool.acknowledge(record.key);
+  }
+  return result;
+}
+
+/** Records applied through a handle's own methods: the arguments, then `{ idempotencyKey }` in its place. */
+export function applyBy(db: SessionDB): ApplyRecord {
+  return (op, args, key) => {
+    const padded: unknown[] = [...args];
+    while (padded.length < PARAMETER_COUNTS[op]) padded.push(undefined);
+    const method = db[op] as unknown as (...a: unknown[]) => Promise<unknown>;
+    return method.apply(db, [...padded, { idempotencyKey: key }]);
+  };
+}
