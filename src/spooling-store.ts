@@ -1,7 +1,7 @@
 import { trimUndefined } from "./client/request-frame.js";
 import { argsForWire } from "./client/wire-args.js";
 import { SessionDBError, SpooledError, toSessionDBError } from "./errors.js";
-import { OPERATION_KINDS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName, type WriteOpName } from "./operation-catalogue.js";
+import { OPERATIONS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName, type WriteOpName } from "./operation-catalogue.js";
 import { autoKey } from "./operations/idempotency-keys.js";
 import type { ResolvedOptions, ResolvedSpool } from "./options.js";
 import type { DaemonControl } from "./daemon-control.js";
@@ -80,7 +80,7 @@ export class SpoolingStore extends Store {
   }
 
   protected call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Promise<ResultOf<K>> {
-    if (OPERATION_KINDS[name] !== "write") return Store.callOn(this.#inner, name, args, key);
+    if (OPERATIONS[name].kind !== "write") return Store.callOn(this.#inner, name, args, key);
     // When the call was made: the record's timestamp, where a replayed message sorts.
     const calledAt = Date.now() / 1000;
     let wire: unknown[];

@@ -4,7 +4,7 @@
  * spool replay`). A key is applied at most once, so a replay cut short is safe to run again.
  */
 import { SessionDBError, toSessionDBError, type ErrorCode } from "../errors.js";
-import { OPERATION_KINDS, PARAMETER_COUNTS, type OpName, type WriteOpName } from "../operation-catalogue.js";
+import { isWriteOp, OPERATIONS, type WriteOpName } from "../operation-catalogue.js";
 import type { SessionDB } from "../session-db.js";
 import type { SpoolFile, SpoolRecord } from "./spool-file.js";
 
@@ -26,7 +26,7 @@ export const REFUSED_FOR_GOOD: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 
 /** Whether `op` is a write the spool takes: every keyed write but importSession (the Python client's KEYED_OPS). */
 export function isSpooledOp(op: string): op is WriteOpName {
-  return Object.hasOwn(OPERATION_KINDS, op) && OPERATION_KINDS[op as OpName] === "write" && op !== "importSession";
+  return isWriteOp(op) && op !== "importSession";
 }
 
 /** What a replay did: records applied, and records the store refused for good (dropped). */
@@ -39,15 +39,27 @@ export interface ReplayResult {
 export type ApplyRecord = (op: WriteOpName, args: unknown[], key: string) => Promise<unknown>;
 
 /**
- * The arguments a record is replayed with: its wire arguments, checked to be a spooled op's. A
- * record that is not (a newer format, a damaged op) is refused for good.
+ * The arguments a record is replayed with: its wire arguments, checked to be a spooled op's (a
+ * record that is not is refused for good), a message given the record's `ts` (the Python
+ * client's replay_args).
  */
 export function recordCall(record: SpoolRecord): { op: WriteOpName; args: unknown[] } {
   if (!isSpooledOp(record.op)) throw new SessionDBError("INVALID_ARGUMENT", `a spooled ${JSON.stringify(record.op)} is no write this sessiondb replays`);
-  if (record.args.length > PARAMETER_COUNTS[record.op]) {
-    throw new SessionDBError("INVALID_ARGUMENT", `a spooled ${record.op} has ${record.args.length} arguments, at most ${PARAMETER_COUNTS[record.op]}`);
+  if (record.args.length > OPERATIONS[record.op].maxArgs) {
+    throw new SessionDBError("INVALID_ARGUMENT", `a spooled ${record.op} has ${record.args.length} arguments, at most ${OPERATIONS[record.op].maxArgs}`);
+  }
+  const [sessionId, msg, ...rest] = record.args;
+  // A message without a timestamp of its own gets the record's: it sorts where it was written, not
+  // where it was replayed. (Had its first send been applied after all, its key answers
+  // IDEMPOTENCY_CONFLICT: applied once, and the record is dropped.)
+  if (record.op === "appendMessage" && isPlainObject(msg) && (msg.timestamp === undefined || msg.timestamp === null)) {
+    return { op: record.op, args: [sessionId, { ...msg, timestamp: record.ts }, ...rest] };
   }
   return { op: record.op, args: record.args };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /**
@@ -76,7 +88,7 @@ export async function replaySpool(spool: SpoolFile, apply: ApplyRecord): Promise
 export function applyBy(db: SessionDB): ApplyRecord {
   return (op, args, key) => {
     const padded: unknown[] = [...args];
-    while (padded.length < PARAMETER_COUNTS[op]) padded.push(undefined);
+    while (padded.length < OPERATIONS[op].maxArgs) padded.push(undefined);
     const method = db[op] as unknown as (...a: unknown[]) => Promise<unknown>;
     return method.apply(db, [...padded, { idempotencyKey: key }]);
   };

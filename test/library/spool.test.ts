@@ -58,10 +58,18 @@ test("direct mode: appends while another process holds the lock past the budget 
   assert.deepEqual(await spool.pending(), []);
   assert.equal(statSync(spool.path).size, 0);
   assert.deepEqual(contents(path), ["before", ...[0, 1, 2, 3, 4].map((i) => `spooled ${i}`), "keyed", "after"]);
-  // Once: the same key again answers the first result, and a second replay has nothing to do.
-  const again = await db.appendMessage("s", { role: "user", content: "keyed" }, { idempotencyKey: "caller-key-1" });
-  assert.equal(again, rawAll<{ id: number }>(path, "SELECT id FROM messages WHERE content = 'keyed'")[0]!.id);
-  assert.equal(contents(path).length, 8);
+  // Each replayed message keeps the time it was written (the record's ts: when the call was made).
+  const stamps = rawAll<{ timestamp: number }>(path, "SELECT timestamp FROM messages WHERE session_id = 's' ORDER BY id").map((r) => r.timestamp);
+  assert.deepEqual(stamps.slice(1, 7), pending.map((r) => r.ts));
+  assert.ok(stamps[0]! <= stamps[1]! && stamps[6]! <= stamps[7]!, `in order: ${stamps.join(", ")}`);
+  // Once: sent again by the caller under its key, it is not applied again (the replay gave the
+  // message its time, so these arguments differ: IDEMPOTENCY_CONFLICT), and nothing is left to replay.
+  await assert.rejects(
+    db.appendMessage("s", { role: "user", content: "keyed" }, { idempotencyKey: "caller-key-1" }),
+    (e: SessionDBError) => e.code === "IDEMPOTENCY_CONFLICT",
+  );
+  await db.appendMessage("s", { role: "user", content: "last" });
+  assert.deepEqual(contents(path), ["before", ...[0, 1, 2, 3, 4].map((i) => `spooled ${i}`), "keyed", "after", "last"]);
 });
 
 test("writes made while records are pending go behind them: spooled too while the lock is held", async (t) => {
