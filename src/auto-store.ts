@@ -7,8 +7,10 @@ import type { ResolvedOptions } from "./options.js";
 import type { Engine } from "./session-db.js";
 import { OPERATIONS, type CallOpName, type ParamsOf, type ResultOf, type StreamOpName } from "./operation-catalogue.js";
 import type { DaemonControl } from "./daemon-control.js";
-import { Store } from "./store.js";
+import type { WatchFilter } from "./operations/watch-filter.js";
+import { Store, type SubscribeOptions } from "./store.js";
 import { replayOnOpening } from "./spooling-store.js";
+import type { WatchEvent } from "./watch-types.js";
 
 /** How long a failing-over handle waits for a stopping daemon to close the connection. */
 const DAEMON_RELEASE_MS = 15_000;
@@ -70,6 +72,33 @@ export class AutoStore extends Store {
 
   protected async *stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     yield* Store.streamOn(await this.#usable(), name, args);
+  }
+
+  /**
+   * A watch follows the daemon; when the daemon goes away, it carries on in direct mode from its
+   * cursor (the last message id it gave), after a `resync`: what sessions did meanwhile is not
+   * known. A PostgreSQL daemon that answers UNAVAILABLE while connected is not failed over from.
+   */
+  protected async *subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    let cursor = filter.afterMessageId;
+    let resyncFirst = opts.resyncFirst;
+    for (;;) {
+      const usable = this.#usable();
+      const store = usable instanceof Promise ? await usable : usable;
+      try {
+        for await (const event of Store.subscribeOn(store, { ...filter, afterMessageId: cursor }, { signal: opts.signal, resyncFirst })) {
+          if (event.type === "message") cursor = Math.max(cursor ?? 0, event.message.id);
+          else if (event.type === "resync") cursor = event.afterMessageId;
+          yield event;
+        }
+        return;
+      } catch (err) {
+        if (!(store instanceof DaemonClient) || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
+        if (store.engine === "postgres" && store.connected) throw err;
+        await this.#failOver(store);
+        resyncFirst = true;
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@ export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,
   SearchOptions, SearchSessionsOptions, ExportOptions, PruneOptions, OpenOptions, RetryOptions, SpoolOptions, Mode, Engine,
-  ImportOptions, ImportResult, SourceCount, WriteOptions,
+  ImportOptions, ImportResult, SourceCount, WriteOptions, WatchEvent, WatchOptions, SessionChange,
 } from "./session-db.js";
 export { sanitizeTitle, MAX_TITLE_LENGTH } from "./operations/title-sanitizer.js";
 export { sanitizeFtsQuery, containsCjk } from "./operations/fts-query.js";

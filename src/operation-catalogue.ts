@@ -12,7 +12,11 @@ import type { SessionDB, WriteOptions } from "./session-db.js";
 /** The names of the operations: the methods of `SessionDB` but `close` (and not its properties). */
 export type OpName = Exclude<keyof SessionDB, "mode" | "engine" | "files" | "daemon" | "close">;
 
-export type OpKind = "read" | "write" | "stream";
+/**
+ * `watch`: a subscription (issue 26), answered by chunks of events for as long as it lives and
+ * ended by the wire op `unwatch` (see WIRE_ONLY_OPS).
+ */
+export type OpKind = "read" | "write" | "stream" | "watch";
 
 /** The arguments of an operation, as its method takes them. */
 export type ParamsOf<K extends OpName> = Parameters<SessionDB[K]>;
@@ -60,7 +64,7 @@ export interface OperationFacts {
  */
 type WithoutWriteOptions<P> = P extends [...infer Head, WriteOptions] ? Head : never;
 type MaxArgs<K extends OpName, Kind> = (Kind extends "write" ? WithoutWriteOptions<Required<ParamsOf<K>>> : Required<ParamsOf<K>>)["length"];
-type KindOf<K extends OpName> = SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" : "read" | "write";
+type KindOf<K extends OpName> = SessionDB[K] extends (...args: never[]) => AsyncIterable<unknown> ? "stream" | "watch" : "read" | "write";
 /** An entry the compiler checked against the method: its kind (streamed or not) and its argument count. */
 type CheckedFacts<K extends OpName, Facts> = Facts extends { readonly kind: infer Kind }
   ? OperationFacts & { readonly kind: Kind & KindOf<K>; readonly maxArgs: MaxArgs<K, Kind> }
@@ -103,12 +107,27 @@ export const OPERATIONS = checked({
   importSession: { kind: "write", maxArgs: 2, slow: false, deletesMessages: false, jsonFields: ["tool_calls"] },
   deleteSession: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
   pruneSessions: { kind: "write", maxArgs: 1, slow: false, deletesMessages: true, jsonFields: [] },
+  watch: { kind: "watch", maxArgs: 1, slow: false, deletesMessages: false, jsonFields: [] },
 });
 
-export const OP_NAMES = Object.keys(OPERATIONS) as OpName[];
+/**
+ * Ops of the wire that are no method of `SessionDB`: `unwatch` (its argument: the id of a
+ * `watch` request on the same connection) ends that subscription.
+ */
+export const WIRE_ONLY_OPS = { unwatch: { kind: "watch", maxArgs: 1 } } as const satisfies Record<string, Pick<OperationFacts, "kind" | "maxArgs">>;
+
+/** Every op a request may name but the control ops: the catalogue's and the wire's own. */
+export type WireOpName = OpName | keyof typeof WIRE_ONLY_OPS;
+
+/** Every op of the catalogue and of the wire (control ops aside): what the docs and the metrics list. */
+export const OP_NAMES = [...Object.keys(OPERATIONS), ...Object.keys(WIRE_ONLY_OPS)] as WireOpName[];
 
 export function isOpName(name: unknown): name is OpName {
   return typeof name === "string" && Object.prototype.hasOwnProperty.call(OPERATIONS, name);
+}
+
+export function isWireOp(name: unknown): name is WireOpName {
+  return isOpName(name) || (typeof name === "string" && Object.prototype.hasOwnProperty.call(WIRE_ONLY_OPS, name));
 }
 
 /** Whether `name` is an operation that changes the file (false for control ops and unknown names). */
@@ -120,6 +139,9 @@ type OfKind<Kind extends OpKind> = { [K in OpName]: (typeof OPERATIONS)[K]["kind
 /** The operations that change the file, run by the writer (or direct mode's write retry). */
 export type WriteOpName = OfKind<"write">;
 export type ReadOpName = OfKind<"read">;
-/** Operations answered with a promise (all but the streamed ones). */
-export type CallOpName = Exclude<OpName, StreamOpName>;
+/** Operations answered with a promise (all but the streamed ones and `watch`). */
+export type CallOpName = Exclude<OpName, StreamOpName | WatchOpName>;
 export type StreamOpName = OfKind<"stream">;
+export type WatchOpName = OfKind<"watch">;
+/** The operations the engines implement (sqlite/operations.ts): all but `watch`, which each mode's feed serves. */
+export type EngineOpName = Exclude<OpName, WatchOpName>;

@@ -11,6 +11,7 @@ import type { DatabaseFiles } from "./database-files.js";
 import type { ConversationMessage, MessageRow, NewMessage, SearchHit, SearchOptions } from "./message-types.js";
 import type { DaemonControl } from "./daemon-control.js";
 import type { Engine } from "./engine-kind.js";
+import type { WatchEvent, WatchOptions } from "./watch-types.js";
 import type {
   CreateSessionOptions, ExportOptions, ImportOptions, ImportResult, ListSessionsOptions, PruneOptions, RichSessionRow,
   SearchSessionsOptions, SessionExport, SessionRow, SourceCount, TokenUpdateOptions, TokenUsage,
@@ -22,6 +23,7 @@ export type {
 } from "./session-types.js";
 export type { ContextMessage, ConversationMessage, MessageRow, NewMessage, SearchHit, SearchOptions } from "./message-types.js";
 export type { OpenOptions, RetryOptions, SpoolOptions } from "./open-options.js";
+export type { SessionChange, WatchEvent, WatchOptions } from "./watch-types.js";
 
 export type Mode = "direct" | "daemon";
 
@@ -115,6 +117,14 @@ export interface SessionDB {
   deleteSession(id: string, write?: WriteOptions): Promise<boolean>;
   /** Deletes ended sessions older than the cutoff. Returns how many. */
   pruneSessions(opts?: PruneOptions, write?: WriteOptions): Promise<number>;
+  /**
+   * The change feed (issue 26): messages appended and sessions changed, by this handle or any
+   * other process, in commit order, until the loop breaks, `signal` aborts or the handle closes.
+   * With `afterMessageId`, the messages past it are replayed first, then live ones follow with
+   * no gap and no duplicate; a `resync` event says to re-read and carry on. See docs/library.md,
+   * "Watching sessions".
+   */
+  watch(opts?: WatchOptions): AsyncIterable<WatchEvent>;
   /** Idempotent; lets queued work finish. Calls after it reject with `CLOSED`. */
   close(): Promise<void>;
 }

@@ -8,7 +8,9 @@ import type { DaemonControl } from "./daemon-control.js";
 import type { Engine, Mode, SessionDB } from "./session-db.js";
 import { SpoolFile } from "./spool/spool-file.js";
 import { applyBy, isSpooledOp, replaySpool, SPOOLED_CODES, type ReplayResult } from "./spool/spool-replay.js";
-import { Store } from "./store.js";
+import type { WatchFilter } from "./operations/watch-filter.js";
+import { Store, type SubscribeOptions } from "./store.js";
+import type { WatchEvent } from "./watch-types.js";
 
 /**
  * A handle with the spool on (`openSessionDB({ spool })`, docs/spool.md), over the store of any
@@ -105,6 +107,10 @@ export class SpoolingStore extends Store {
 
   protected stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     return Store.streamOn(this.#inner, name, args);
+  }
+
+  protected subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    return Store.subscribeOn(this.#inner, filter, opts);
   }
 
   /** Lets the writes taken finish, then closes the store. Idempotent. */

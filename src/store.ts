@@ -2,7 +2,20 @@ import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "
 import { autoKey, splitWriteOptions } from "./operations/idempotency-keys.js";
 import type { DatabaseFiles } from "./database-files.js";
 import type { DaemonControl } from "./daemon-control.js";
+import { invalidArgument } from "./errors.js";
+import { parseWatchFilter, type WatchFilter } from "./operations/watch-filter.js";
 import type { Engine, Mode, SessionDB } from "./session-db.js";
+import type { WatchEvent } from "./watch-types.js";
+
+/**
+ * How a subscription starts. `resyncFirst`: its first event is a `resync` with the cursor it
+ * starts from (auto mode, taking a watch over from a daemon that went away, says so to the
+ * watcher: what changed in between is not known).
+ */
+export interface SubscribeOptions {
+  signal: AbortSignal | undefined;
+  resyncFirst: boolean;
+}
 
 type Call<K extends CallOpName> = Promise<ResultOf<K>>;
 
@@ -30,6 +43,11 @@ export abstract class Store implements SessionDB {
   }
   /** Runs a streamed operation, item by item. */
   protected abstract stream<K extends StreamOpName>(name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>>;
+  /**
+   * Serves `watch` for a checked filter: the events until `signal` aborts or the handle closes
+   * (then it ends), or the subscription fails (then it throws).
+   */
+  protected abstract subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent>;
   abstract close(): Promise<void>;
 
   protected constructor(files: DatabaseFiles) {
@@ -55,6 +73,19 @@ export abstract class Store implements SessionDB {
 
   protected static streamOn<K extends StreamOpName>(store: Store, name: K, args: ParamsOf<K>): AsyncIterable<ResultOf<K>> {
     return store.stream(name, args);
+  }
+
+  protected static subscribeOn(store: Store, filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    return store.subscribe(filter, opts);
+  }
+
+  /** The options checked on the first `next()` (a bad one rejects it), then the store's feed. */
+  async *#watch(args: ParamsOf<"watch">): AsyncGenerator<WatchEvent> {
+    const filter = parseWatchFilter(args);
+    const signal = (args[0] as { signal?: unknown } | null | undefined)?.signal;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidArgument("watch: opts.signal must be an AbortSignal");
+    if (signal?.aborted === true) return;
+    yield* this.subscribe(filter, { signal, resyncFirst: false });
   }
 
   createSession(...a: ParamsOf<"createSession">) { return this.#write("createSession", a); }
@@ -88,4 +119,5 @@ export abstract class Store implements SessionDB {
   importSession(...a: ParamsOf<"importSession">) { return this.#write("importSession", a); }
   deleteSession(...a: ParamsOf<"deleteSession">) { return this.#write("deleteSession", a); }
   pruneSessions(...a: ParamsOf<"pruneSessions">) { return this.#write("pruneSessions", a); }
+  watch(...a: ParamsOf<"watch">): AsyncIterable<WatchEvent> { return this.#watch(a); }
 }

@@ -22,7 +22,7 @@ const LAYERS: readonly Layer[] = [
       "src/errors.ts", "src/version.ts", "src/user-name.ts", "src/regular-file.ts", "src/file-identity.ts",
       "src/file-guard.ts", "src/hermes-home.ts", "src/database-location.ts", "src/socket-path.ts",
       "src/database-files.ts", "src/engine-kind.ts", "src/integrity-report.ts", "src/daemon-control.ts",
-      "src/message-types.ts", "src/session-types.ts", "src/open-options.ts", "src/session-db.ts",
+      "src/message-types.ts", "src/session-types.ts", "src/watch-types.ts", "src/open-options.ts", "src/session-db.ts",
       "src/operation-catalogue.ts", "src/trajectory.ts",
     ],
   },

@@ -12,11 +12,13 @@ export interface ReadFlow {
 /**
  * The items of a streamed reply (`exportAll`), read only as fast as they are consumed. `request`
  * sends the request, handing each page the daemon sends to `onChunk`, and settles when the stream
- * ends or fails. It is sent on the first `next()`, so a refused argument rejects that.
+ * ends or fails. It is sent on the first `next()`, so a refused argument rejects that. `signal`
+ * (a watch's) ends it early, as if the stream had ended.
  */
 export async function* chunkStream<T>(
   request: (onChunk: (items: unknown[]) => void) => Promise<unknown>,
   flow: ReadFlow,
+  signal?: AbortSignal,
 ): AsyncIterable<T> {
   const buffered: unknown[][] = [];
   let wake: (() => void) | null = null;
@@ -36,12 +38,23 @@ export async function* chunkStream<T>(
       wake?.();
     },
   );
+  const onAbort = () => {
+    finished = true;
+    buffered.length = 0;
+    wake?.();
+  };
+  const aborted = () => signal?.aborted === true;
+  signal?.addEventListener("abort", onAbort);
   try {
+    if (aborted()) return;
     for (;;) {
       const items = buffered.shift();
       if (items !== undefined) {
         if (buffered.length < MAX_BUFFERED_CHUNKS) flow.resume();
-        yield* items as T[];
+        for (const item of items as T[]) {
+          if (aborted()) return;
+          yield item;
+        }
         continue;
       }
       if (failure !== null) throw failure;
@@ -50,6 +63,7 @@ export async function* chunkStream<T>(
       wake = null;
     }
   } finally {
+    signal?.removeEventListener("abort", onAbort);
     flow.resume();
     void done;
   }

@@ -20,7 +20,9 @@ import type {
   OptimizeResult,
 } from "../protocol/control.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
-import { Store } from "../store.js";
+import type { WatchFilter } from "../operations/watch-filter.js";
+import { Store, type SubscribeOptions } from "../store.js";
+import type { WatchEvent } from "../watch-types.js";
 import { databaseIdentity } from "../socket-path.js";
 import type { Engine } from "../session-db.js";
 import { chunkStream } from "./chunk-stream.js";
@@ -55,6 +57,8 @@ export class DaemonClient extends Store implements DaemonControl {
   /** Set while that new connection opens: requests wait unsent. */
   #reconnecting: Promise<void> | null = null;
   readonly #pending = new PendingRequests();
+  /** The connections of this handle's watches, one each. */
+  readonly #feeds = new Set<DaemonClient>();
   #lost: SessionDBError | null = null;
   #closed: Promise<void> | null = null;
   /** What the daemon said of itself on connecting. */
@@ -243,8 +247,71 @@ export class DaemonClient extends Store implements DaemonControl {
     );
   }
 
-  /** Waits for requests in flight, then closes the connection. Idempotent. */
+  /**
+   * Each watch on a connection of its own: its events are read only as fast as they are
+   * consumed (the daemon, not this process, holds what waits, up to its bound, then says
+   * `resync`), and its end (break, signal, close) is the connection's. Mode "daemon" with keys
+   * (the one that reconnects) resumes a watch whose daemon went away, from its cursor, on a new
+   * connection made within `requestTimeoutMs`: a `resync` first, since what sessions did in
+   * between is not known.
+   */
+  protected async *subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    let cursor = filter.afterMessageId;
+    let resyncFirst = opts.resyncFirst;
+    let lostAt: number | null = null;
+    for (let attempt = 0; ; attempt++) {
+      if (this.#closed !== null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
+      if (isAborted(opts.signal)) return;
+      let feed: DaemonClient;
+      try {
+        feed = await DaemonClient.connect(this.#options, this.#socketPath);
+      } catch (err) {
+        if (lostAt === null || Date.now() - lostAt > this.#options.requestTimeoutMs) throw err;
+        const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** attempt);
+        await sleep(RECONNECT_MIN_MS + Math.random() * (ceiling - RECONNECT_MIN_MS), undefined, { signal: opts.signal }).catch(() => undefined);
+        continue;
+      }
+      this.#feeds.add(feed);
+      try {
+        for await (const event of feed.#watchOn({ ...filter, afterMessageId: cursor }, resyncFirst, opts.signal)) {
+          if (event.type === "message") cursor = Math.max(cursor ?? 0, event.message.id);
+          else if (event.type === "resync") cursor = event.afterMessageId;
+          yield event;
+        }
+        return;
+      } catch (err) {
+        const lost = toSessionDBError(err).code === "UNAVAILABLE" && this.#closed === null && !isAborted(opts.signal);
+        if (!this.#reconnects || !lost) throw err;
+        resyncFirst = true;
+        lostAt = Date.now();
+        attempt = 0;
+      } finally {
+        this.#feeds.delete(feed);
+        feed.#destroy();
+      }
+    }
+  }
+
+  /** One watch request on this (a watch's own) connection, until its stream ends, fails, or `signal` aborts. */
+  #watchOn(filter: WatchFilter, resyncFirst: boolean, signal: AbortSignal | undefined): AsyncIterable<WatchEvent> {
+    const args = trimUndefined([{ ...wireFilter(filter), ...(resyncFirst ? { resyncFirst } : {}) }]);
+    // No deadline: a subscription lives until it is ended, however long no event comes.
+    return chunkStream<WatchEvent>(
+      (onChunk) => this.#request("watch", args, Infinity, onChunk, 0),
+      { pause: () => this.#socket.pause(), resume: () => this.#socket.resume() },
+      signal,
+    );
+  }
+
+  /** Ends a watch's connection at once (whatever it has in flight fails). */
+  #destroy(): void {
+    this.#closed ??= Promise.resolve();
+    this.#socket.destroy();
+  }
+
+  /** Waits for requests in flight, then closes the connection (and every watch's). Idempotent. */
   close(): Promise<void> {
+    for (const feed of this.#feeds) feed.#destroy();
     this.#closed ??= this.#pending.whenIdle().then(() => {
       this.#socket.end();
       this.#socket.destroy();
@@ -362,4 +429,17 @@ export class DaemonClient extends Store implements DaemonControl {
       else this.#dormant = true;
     });
   }
+}
+
+/** A filter as the watch request carries it: only what is set. */
+function wireFilter(filter: WatchFilter): Record<string, string | number> {
+  const wire: Record<string, string | number> = {};
+  if (filter.sessionId !== null) wire.sessionId = filter.sessionId;
+  if (filter.source !== null) wire.source = filter.source;
+  if (filter.afterMessageId !== null) wire.afterMessageId = filter.afterMessageId;
+  return wire;
+}
+
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }

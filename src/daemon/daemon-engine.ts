@@ -5,7 +5,7 @@
  * (src/daemon/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
  */
 import type { Page } from "../sqlite/define-operation.js";
-import type { OpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
+import type { EngineOpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";
 import type { SessionDBError } from "../errors.js";
@@ -37,7 +37,7 @@ export interface DaemonReaders {
    * Runs a read; past `deadline` (epoch ms) it fails with TIMEOUT. `requester` is the client
    * that asked, whose reads may be dropped once it has gone.
    */
-  run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown>;
+  run(op: EngineOpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown>;
   /** Fault injection: the next `reads` reads fail as if their reader died. */
   crashDuringNextReads(reads: number): void;
   stats(): ReaderStats;

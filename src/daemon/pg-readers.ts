@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError } from "../errors.js";
-import type { OpName } from "../operation-catalogue.js";
+import type { EngineOpName } from "../operation-catalogue.js";
 import type { ReaderStats } from "../protocol/control.js";
 import type { DaemonReaders } from "./daemon-engine.js";
 import type { ReadRequester } from "./reader-pool.js";
@@ -23,7 +23,7 @@ export class PgReaders implements DaemonReaders {
     this.#size = size;
   }
 
-  async run(op: OpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
+  async run(op: EngineOpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
     // A read whose client has gone, or whose deadline has passed, is not started.
     if (gone(requester)) throw new SessionDBError("CLOSED", "the client went away before this read started");
     if (Date.now() >= deadline) throw new SessionDBError("TIMEOUT", `${op} was not started before its deadline`);

@@ -1,6 +1,6 @@
 /** Tasks sent to the daemon's reader threads, and their answers. */
 import type { WireError } from "../errors.js";
-import type { OpName } from "../operation-catalogue.js";
+import type { EngineOpName } from "../operation-catalogue.js";
 
 export interface ReaderConfig {
   path: string;
@@ -13,7 +13,7 @@ export interface ReaderConfig {
  * What a reader thread runs: a read operation, or `checkIntegrity` (sqlite/integrity-check.ts,
  * params `{ quick }`), the daemon's `check`, on the thread's snapshot.
  */
-export type ReaderOp = OpName | "checkIntegrity";
+export type ReaderOp = EngineOpName | "checkIntegrity";
 
 export interface ReadTask {
   op: ReaderOp;

@@ -1,6 +1,6 @@
 import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../sqlite/operations.js";
-import { OPERATIONS, type OpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
+import { OPERATIONS, type EngineOpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
 import { isControlOp } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";
 import type { ClientConnection } from "./client-connection.js";
@@ -48,7 +48,8 @@ export class RequestDispatch {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
     }
     const kind = OPERATIONS[request.op].kind;
-    const params = parseOperation(request.op, request.args);
+    if (kind === "watch") throw new SessionDBError("UNAVAILABLE", "watch is not served by this daemon yet");
+    const params = parseOperation(request.op as EngineOpName, request.args);
     if (kind === "write") {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       return this.#engine.writer.write(request.op as WriteOpName, params, deadline, request.idempotencyKey ?? null);
@@ -57,7 +58,7 @@ export class RequestDispatch {
     return this.#stream(request.op as StreamOpName, params, request.id, connection, deadline - receivedAt);
   }
 
-  async #read(op: OpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
+  async #read(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
     this.#readsQueued++;
     try {
       return await this.#engine.readers.run(op, params, deadline, cursor, requester);

@@ -13,7 +13,10 @@ import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { pruneKeys, runKeyedWrite } from "../sqlite/keyed-write.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../sqlite/transaction.js";
-import { Store } from "../store.js";
+import type { WatchFilter } from "../operations/watch-filter.js";
+import { Store, type SubscribeOptions } from "../store.js";
+import type { WatchEvent } from "../watch-types.js";
+import { PollingWatch } from "./polling-watch.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
 
 /** How often an export's snapshot is checked for holding the WAL back. */
@@ -43,6 +46,8 @@ export class DirectStore extends Store {
   #closed: Promise<void> | null = null;
   /** The snapshots of exports in progress: closing the handle ends them. */
   readonly #snapshots = new Set<ExportSnapshot>();
+  /** The watches being iterated: closing the handle ends them. */
+  readonly #watches = new Set<PollingWatch>();
 
   private constructor(db: Connection, options: ResolvedOptions, writeRefusal: ((op: string) => SessionDBError) | null) {
     super(options.files);
@@ -126,7 +131,22 @@ export class DirectStore extends Store {
     }
   }
 
+  /** A connection of the watch's own, polled (polling-watch.ts); the handle's one stays free for writes. */
+  protected async *subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    this.#connection();
+    const watch = PollingWatch.open(this.#options.path, this.#options.busyTimeoutMs, filter);
+    this.#watches.add(watch);
+    try {
+      if (opts.resyncFirst) yield { type: "resync", afterMessageId: watch.cursor };
+      yield* watch.events(opts.signal);
+    } finally {
+      this.#watches.delete(watch);
+      watch.stop();
+    }
+  }
+
   close(): Promise<void> {
+    for (const watch of this.#watches) watch.stop();
     for (const snapshot of this.#snapshots) snapshot.end(new SessionDBError("CLOSED", "this SessionDB handle was closed during the export"));
     this.#closed ??= this.#writes.idle().then(() => {
       const db = this.#db;

@@ -5,7 +5,9 @@ import { parseOperation } from "../sqlite/operations.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
-import { Store } from "../store.js";
+import type { WatchFilter } from "../operations/watch-filter.js";
+import { Store, type SubscribeOptions } from "../store.js";
+import type { WatchEvent } from "../watch-types.js";
 import { openPgPool, type PgClient, type PgPool } from "../pg/pg-connection.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
 import { reconnectDelayMs } from "../pg/pg-backoff.js";
@@ -115,6 +117,12 @@ export class PgStore extends Store {
     if (at - this.#keysPrunedAt < KEY_PRUNE_EVERY_MS) return;
     this.#keysPrunedAt = at;
     await prunePgKeys(client, this.#options.keyRetentionHours);
+  }
+
+  /** The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet: the iterator rejects saying so. */
+  protected async *subscribe(_filter: WatchFilter, _opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+    this.#checkOpen();
+    throw new SessionDBError("UNAVAILABLE", "watch is not served on PostgreSQL yet");
   }
 
   /** Every page on one snapshot: a connection of the pool held in a read-only transaction until the end. */

@@ -1,6 +1,5 @@
-import { SessionDBError } from "../errors.js";
 import { parseOperation } from "../sqlite/operations.js";
-import { OPERATIONS, type OpName } from "../operation-catalogue.js";
+import { OPERATIONS, type CallOpName } from "../operation-catalogue.js";
 
 /** Writes of one handle, run one after another in the order they were made. */
 export class WriteQueue {
@@ -18,9 +17,7 @@ export class WriteQueue {
   }
 }
 
-/** A call of a non-streamed operation, its arguments checked (streamed ones are iterated instead). */
-export function parseCall(name: OpName, args: readonly unknown[]): { kind: "read" | "write"; params: unknown } {
-  const kind = OPERATIONS[name].kind;
-  if (kind === "stream") throw new SessionDBError("INVALID_ARGUMENT", `${name} is streamed: iterate it instead`);
-  return { kind, params: parseOperation(name, args) };
+/** A call of an operation answered with a promise, its arguments checked. */
+export function parseCall(name: CallOpName, args: readonly unknown[]): { kind: "read" | "write"; params: unknown } {
+  return { kind: OPERATIONS[name].kind, params: parseOperation(name, args) };
 }

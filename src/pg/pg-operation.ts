@@ -4,21 +4,21 @@
  * function of ours over a PostgreSQL connection. Writes run inside a transaction owned by the
  * caller (direct mode, or the daemon's writer with a savepoint per request).
  */
-import type { OpName, ResultOf } from "../operation-catalogue.js";
+import type { EngineOpName, ResultOf } from "../operation-catalogue.js";
 import type { Page } from "../operations/page.js";
 import type { operations } from "../sqlite/operations.js";
 import type { PgQueryable } from "./pg-connection.js";
 
 /** An operation's checked arguments, as the engine's `parse` gives them. */
-export type ParamsOf<K extends OpName> = ReturnType<(typeof operations)[K]["parse"]>;
+export type ParamsOf<K extends EngineOpName> = ReturnType<(typeof operations)[K]["parse"]>;
 
-type Kind<K extends OpName> = (typeof operations)[K]["kind"];
+type Kind<K extends EngineOpName> = (typeof operations)[K]["kind"];
 
-export type PgRunner<K extends OpName> = Kind<K> extends "stream"
+export type PgRunner<K extends EngineOpName> = Kind<K> extends "stream"
   ? (db: PgQueryable, params: ParamsOf<K>, cursor: unknown) => Promise<Page<ResultOf<K>, unknown>>
   : (db: PgQueryable, params: ParamsOf<K>) => Promise<ResultOf<K>>;
 
-export type PgRunners = { [K in OpName]: PgRunner<K> };
+export type PgRunners = { [K in EngineOpName]: PgRunner<K> };
 
 /** The rows of a query. */
 export async function rows<T>(db: PgQueryable, text: string, values: readonly unknown[] = []): Promise<T[]> {

@@ -2,7 +2,7 @@
  * The PostgreSQL engine's table of operations: one runner per operation of the catalogue
  * (`satisfies PgRunners`, so none can be missing), with the SQLite engine's argument checks.
  */
-import type { OpName } from "../operation-catalogue.js";
+import type { EngineOpName } from "../operation-catalogue.js";
 import type { Page } from "../operations/page.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { messageRunners } from "./pg-messages.js";
@@ -19,11 +19,11 @@ type AnyRunner = (db: PgQueryable, params: unknown, cursor: unknown) => Promise<
  * Runs one operation with parameters from the engine's `parseOperation`: a read or write gives
  * its result, a streamed one the page that starts at `cursor`.
  */
-export function runPgOperation(db: PgQueryable, name: OpName, params: unknown, cursor: unknown = null): Promise<unknown> {
+export function runPgOperation(db: PgQueryable, name: EngineOpName, params: unknown, cursor: unknown = null): Promise<unknown> {
   // Keyed by name, each runner's own parameter type is lost in the lookup; params came from that operation's parse.
   return (runners[name] as AnyRunner)(db, params, cursor);
 }
 
-export function runPgPage(db: PgQueryable, name: OpName, params: unknown, cursor: unknown): Promise<Page<unknown, unknown>> {
+export function runPgPage(db: PgQueryable, name: EngineOpName, params: unknown, cursor: unknown): Promise<Page<unknown, unknown>> {
   return runPgOperation(db, name, params, cursor) as Promise<Page<unknown, unknown>>;
 }

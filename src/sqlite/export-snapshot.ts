@@ -8,7 +8,7 @@
  */
 import { statSync } from "node:fs";
 import { SessionDBError, toSessionDBError } from "../errors.js";
-import type { OpName } from "../operation-catalogue.js";
+import type { EngineOpName } from "../operation-catalogue.js";
 import { openConnection, sql, type Connection } from "./connection.js";
 import type { Page } from "./define-operation.js";
 import { runPage } from "./operations.js";
@@ -51,7 +51,7 @@ export class ExportSnapshot {
   }
 
   /** The page of `op` that starts at `cursor`, as of the snapshot. */
-  page(op: OpName, params: unknown, cursor: unknown): Page<unknown, unknown> {
+  page(op: EngineOpName, params: unknown, cursor: unknown): Page<unknown, unknown> {
     if (this.#ended !== null) throw this.#ended;
     try {
       return runPage(this.#db, op, params, cursor);

@@ -3,7 +3,7 @@
  * runs on a connection. Direct mode, the writer and reader workers run operations through it;
  * its kinds are the catalogue's, checked by `satisfies`.
  */
-import { OPERATIONS, type OpName, type ResultOf } from "../operation-catalogue.js";
+import { OPERATIONS, type EngineOpName, type ResultOf } from "../operation-catalogue.js";
 import { arity, type Args } from "../operations/args.js";
 import type { Connection } from "./connection.js";
 import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
@@ -16,10 +16,10 @@ import * as sessions from "./sessions.js";
 import * as sources from "./source-counts.js";
 import * as titles from "./titles.js";
 
-type Kind<K extends OpName> = (typeof OPERATIONS)[K]["kind"];
+type Kind<K extends EngineOpName> = (typeof OPERATIONS)[K]["kind"];
 
 /** The implementation an operation of the catalogue needs: its kind, and its result type. */
-type OperationFor<K extends OpName> = Kind<K> extends "stream"
+type OperationFor<K extends EngineOpName> = Kind<K> extends "stream"
   ? StreamOperation<unknown, unknown, ResultOf<K>>
   : Kind<K> extends "read"
     ? ReadOperation<unknown, ResultOf<K>>
@@ -57,13 +57,13 @@ export const operations = {
   importSession: importing.importSession,
   deleteSession: sessions.deleteSession,
   pruneSessions: sessions.pruneSessions,
-} satisfies { [K in OpName]: OperationFor<K> };
+} satisfies { [K in EngineOpName]: OperationFor<K> };
 
 /**
  * An operation's arguments, checked outside any transaction, as its `run` takes them. The name
  * the operation is registered under is the one its errors give: its parser is not told it twice.
  */
-export function parseOperation(name: OpName, args: Args): unknown {
+export function parseOperation(name: EngineOpName, args: Args): unknown {
   arity(args, OPERATIONS[name].maxArgs, name);
   return operations[name].parse(args, name);
 }
@@ -72,7 +72,7 @@ export function parseOperation(name: OpName, args: Args): unknown {
  * Runs one operation on a connection with parameters from `parseOperation`: a read or write
  * gives its result, a streamed one the page that starts at `cursor`.
  */
-export function runOperation(db: Connection, name: OpName, params: unknown, cursor: unknown = null): unknown {
+export function runOperation(db: Connection, name: EngineOpName, params: unknown, cursor: unknown = null): unknown {
   // The table is keyed by name, so each entry's own parameter type is lost in the lookup; params
   // came from that same entry's parse.
   const op = operations[name] as ReadOperation<unknown, unknown> | WriteOperation<unknown, unknown> | StreamOperation<unknown, unknown, unknown>;
@@ -80,6 +80,6 @@ export function runOperation(db: Connection, name: OpName, params: unknown, curs
 }
 
 /** `runOperation` for a streamed operation. */
-export function runPage(db: Connection, name: OpName, params: unknown, cursor: unknown): Page<unknown, unknown> {
+export function runPage(db: Connection, name: EngineOpName, params: unknown, cursor: unknown): Page<unknown, unknown> {
   return runOperation(db, name, params, cursor) as Page<unknown, unknown>;
 }

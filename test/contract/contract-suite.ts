@@ -21,8 +21,14 @@ import { searchContract } from "./search-contract.js";
 import { sessionsContract } from "./sessions-contract.js";
 import { titlesContract } from "./titles-contract.js";
 import { tokensContract } from "./tokens-contract.js";
+import { watchContract } from "./watch-contract.js";
 
-export function runContractSuite(label: string, open: (dbPath: string) => Promise<SessionDB>): void {
+/** `watch`: run the change feed's cases (watch-contract.ts); a transport that serves no feed yet leaves them out. */
+export interface SuiteOptions {
+  watch?: boolean;
+}
+
+export function runContractSuite(label: string, open: (dbPath: string) => Promise<SessionDB>, options: SuiteOptions = {}): void {
   describe(`SessionDB contract (${label})`, () => {
     sessionsContract(open);
     tokensContract(open);
@@ -37,5 +43,6 @@ export function runContractSuite(label: string, open: (dbPath: string) => Promis
     engineDifferencesContract(open);
     agreementContract(open);
     idempotencyContract(open);
+    if (options.watch ?? true) watchContract(open);
   });
 }

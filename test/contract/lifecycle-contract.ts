@@ -49,6 +49,7 @@ const EVERY_METHOD = Object.entries({
   importSession: (db) => db.importSession(EXPORTED),
   deleteSession: (db) => db.deleteSession("s"),
   pruneSessions: (db) => db.pruneSessions(),
+  watch: (db) => drain(db.watch()),
 } satisfies Record<MethodName, (db: SessionDB) => PromiseLike<unknown>>) as Array<
   [MethodName, (db: SessionDB) => PromiseLike<unknown>]
 >;
@@ -58,7 +59,8 @@ type Loose = (...args: unknown[]) => Promise<unknown>;
 const loose = (db: SessionDB, method: keyof SessionDB): Loose =>
   (db[method] as unknown as Loose).bind(db);
 
-const exportAllLoose = (db: SessionDB) => db.exportAll.bind(db) as (...args: unknown[]) => AsyncIterable<unknown>;
+const iteratedLoose = (db: SessionDB, method: "exportAll" | "watch") => db[method].bind(db) as (...args: unknown[]) => AsyncIterable<unknown>;
+const isIterated = (method: MethodName): method is "exportAll" | "watch" => method === "exportAll" || method === "watch";
 
 const WRONG_ARGUMENTS: ReadonlyArray<readonly [string, keyof SessionDB, unknown[]]> = [
   ["number as id", "getSession", [42]],
@@ -160,7 +162,7 @@ export function lifecycleContract(open: Opener): void {
       for (const [method] of EVERY_METHOD) {
         await t.test(method, async () => {
           await expectCode(
-            () => (method === "exportAll" ? drain(exportAllLoose(db)(7)) : loose(db, method)(7)),
+            () => (isIterated(method) ? drain(iteratedLoose(db, method)(7)) : loose(db, method)(7)),
             "INVALID_ARGUMENT",
           );
         });
@@ -174,7 +176,7 @@ export function lifecycleContract(open: Opener): void {
       for (const [method] of EVERY_METHOD) {
         await t.test(method, async () => {
           const err = await expectCode(
-            () => (method === "exportAll" ? drain(exportAllLoose(db)(...tooMany)) : loose(db, method)(...tooMany)),
+            () => (isIterated(method) ? drain(iteratedLoose(db, method)(...tooMany)) : loose(db, method)(...tooMany)),
             "INVALID_ARGUMENT",
           );
           assert.match(err.message, new RegExp(`^${method} takes at most [0-4] arguments, got 5$`));
@@ -185,7 +187,7 @@ export function lifecycleContract(open: Opener): void {
 
     test("exportAll with a wrong option type rejects with INVALID_ARGUMENT", async (t) => {
       const { db } = await fresh(t, open);
-      await expectCode(() => drain(exportAllLoose(db)({ source: 5 })), "INVALID_ARGUMENT");
+      await expectCode(() => drain(iteratedLoose(db, "exportAll")({ source: 5 })), "INVALID_ARGUMENT");
     });
 
     test("an id longer than 4096 characters is INVALID_ARGUMENT; exactly 4096 is accepted", async (t) => {

@@ -5,4 +5,7 @@ import { usePgServer } from "../helpers/postgres.js";
 
 const server = usePgServer();
 
-runContractSuite("postgres, direct", Object.assign((url: string) => openSessionDB({ path: url, mode: "direct" }), { location: server.fresh }));
+runContractSuite("postgres, direct", Object.assign((url: string) => openSessionDB({ path: url, mode: "direct" }), { location: server.fresh }), {
+  // The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet; drop this to run the watch cases.
+  watch: false,
+});

@@ -9,5 +9,6 @@ import { daemonOpener } from "../helpers/daemon-opener.js";
 
 /** The contract suite over a handle opened in `mode` while a daemon serves the file. */
 export function runServedContractSuite(mode: "daemon" | "auto"): void {
-  runContractSuite(mode, daemonOpener(mode));
+  // The daemon's side of watch lands next; until then its cases run on direct mode only.
+  runContractSuite(mode, daemonOpener(mode), { watch: false });
 }
