@@ -2,6 +2,22 @@ import { existsSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 
 /**
+ * After a folder reports a change, its watch rests this long: every page SQLite writes to the
+ * `-wal` is an event, a dozen per append, each a wake-up of the main thread and a callback. Once
+ * the rest is over the folder is watched again and every listener hears of it (what changed
+ * meanwhile went unreported).
+ */
+const REST_MS = 100;
+
+interface Folder {
+  /** Null while it cannot be watched, or while its watch rests. */
+  watcher: FSWatcher | null;
+  /** Set while the watch rests after a change: the folder counts as watched. */
+  resting: NodeJS.Timeout | null;
+  listeners: Map<string, Array<() => void>>;
+}
+
+/**
  * Watches (inotify) on the folders of the daemon's files, telling its checks which of their
  * entries changed: the database's name (replaced, removed), its `-wal` (written), the sockets and
  * lock files (removed). An idle daemon then wakes for nothing; the checks used to poll several
@@ -12,7 +28,7 @@ import { basename, dirname } from "node:path";
  */
 export class DirectoryWatch {
   /** By folder: its watcher (null while it cannot be watched) and its listeners by entry name. */
-  readonly #folders = new Map<string, { watcher: FSWatcher | null; listeners: Map<string, Array<() => void>> }>();
+  readonly #folders = new Map<string, Folder>();
   #closed = false;
 
   /** Calls `listener` whenever the entry `path` may have changed (also when its folder went). */
@@ -20,7 +36,7 @@ export class DirectoryWatch {
     const dir = dirname(path);
     let folder = this.#folders.get(dir);
     if (folder === undefined) {
-      folder = { watcher: null, listeners: new Map() };
+      folder = { watcher: null, resting: null, listeners: new Map() };
       this.#folders.set(dir, folder);
       this.#watch(dir);
     }
@@ -30,13 +46,13 @@ export class DirectoryWatch {
 
   /** False when some change may go unreported: the checks must poll often. */
   get watching(): boolean {
-    for (const folder of this.#folders.values()) if (folder.watcher === null) return false;
+    for (const folder of this.#folders.values()) if (folder.watcher === null && folder.resting === null) return false;
     return true;
   }
 
   /** Watches again the folders that could not be (made again since). */
   rewatch(): void {
-    for (const [dir, folder] of this.#folders) if (folder.watcher === null) this.#watch(dir);
+    for (const [dir, folder] of this.#folders) if (folder.watcher === null && folder.resting === null) this.#watch(dir);
   }
 
   #watch(dir: string): void {
@@ -50,6 +66,20 @@ export class DirectoryWatch {
     } catch {
       folder.watcher = null;
     }
+  }
+
+  /** Closes the folder's watch for REST_MS after a change, then watches it again and tells every listener. */
+  #rest(dir: string, folder: Folder): void {
+    if (folder.resting !== null) return;
+    folder.watcher?.close();
+    folder.watcher = null;
+    folder.resting = setTimeout(() => {
+      folder.resting = null;
+      if (this.#closed) return;
+      this.#watch(dir);
+      for (const list of folder.listeners.values()) for (const listener of list) listener();
+    }, REST_MS);
+    folder.resting.unref();
   }
 
   /** The folder's watch ended (the folder removed or moved): every listener hears of it. */
@@ -71,6 +101,7 @@ export class DirectoryWatch {
       else for (const list of folder.listeners.values()) for (const listener of list) listener();
       return;
     }
+    this.#rest(dir, folder);
     for (const listener of folder.listeners.get(String(name)) ?? []) listener();
   }
 
@@ -79,6 +110,8 @@ export class DirectoryWatch {
     for (const folder of this.#folders.values()) {
       folder.watcher?.close();
       folder.watcher = null;
+      if (folder.resting !== null) clearTimeout(folder.resting);
+      folder.resting = null;
     }
   }
 }
