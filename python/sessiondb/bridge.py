@@ -11,7 +11,10 @@ has moved. The calls served here are the common ones, written exactly as the dae
 writes them (src/sqlite/sessions.ts, messages.ts; the same SQL, ``time.time()``, the client's
 ``json.dumps`` text); any other call, any argument the engine would check further, any SQLite
 error (nothing is committed then) waits for the daemon and goes there, so every outcome stays
-the daemon's. Calls are serialized while here, so a call made after another one sees it, on
+the daemon's. Writes carry their idempotency keys, recorded in the write's transaction with the
+digest the engine takes (write_digest.py): a key sent again after the move (a resend, a spool's
+replay) answers the first result there, not a second write; a key already applied with other
+arguments goes to the daemon, which answers IDEMPOTENCY_CONFLICT. Calls are serialized while here, so a call made after another one sees it, on
 either side of the move."""
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .file_connection import _abandoned, open_file_connection
 from .immediate_write import write_immediately
+from .write_digest import DigestMismatch, keyed_write, write_digest
 
 SCHEMA_VERSION = 6
 # The reference's write retry: a 1 s busy timeout, then write_immediately's attempts.
@@ -113,16 +117,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(name)  # NaN and infinities: JSON.parse refuses them, so the daemon does
 
 
-def _stamp(value: Any) -> float:
-    """``msg.timestamp``: the caller's (checked by the client), else now."""
-    stamped = _opt_number(value)
-    if stamped is None:
-        return time.time()
-    if stamped <= 0:
-        raise Daemon()
-    return stamped
-
-
 def _json_column(fields: Dict[str, Any], key: str):
     """(stored text, value) as the engine's jsonColumn: the client's own json.dumps text, or a
     value that is stored only when truthy (the client sends only falsy ones as values)."""
@@ -155,41 +149,62 @@ def _decoded(text: Optional[str], fallback: Any) -> Any:
         return fallback
 
 
-# -- the calls served here, by wire op: (write?, run(conn, args)) ------------------------------
+# -- the writes served here, each as the engine's parse (the arguments as src/sqlite/*.ts's parser
+# gives them, in its key order: what the key's digest is taken over) and run(conn, params) --------
 
-def _create_session(conn: sqlite3.Connection, args: List[Any]) -> Any:
+def _parse_create_session(args: List[Any]) -> Dict[str, Any]:
     opts = _options(args[2] if len(args) > 2 else None, SESSION_OPTIONS)
-    source = args[1]
     model_config, _ = _json_column(opts, "modelConfig")
-    row = (_name(args[0], empty=False), _name(source, empty=False), _opt_name(opts.get("userId")),
-           _opt_name(opts.get("model")), model_config, _opt_text(opts.get("systemPrompt")),
-           _opt_name(opts.get("parentSessionId")), time.time())
+    return {"id": _name(args[0], empty=False), "source": _name(args[1], empty=False),
+            "model": _opt_name(opts.get("model")), "modelConfig": model_config,
+            "systemPrompt": _opt_text(opts.get("systemPrompt")), "userId": _opt_name(opts.get("userId")),
+            "parentSessionId": _opt_name(opts.get("parentSessionId"))}
+
+
+def _create_session(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
     conn.execute(
         """INSERT OR IGNORE INTO sessions (id, source, user_id, model, model_config, system_prompt,
-           parent_session_id, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""", row)
-    return row[0]
+           parent_session_id, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+        (p["id"], p["source"], p["userId"], p["model"], p["modelConfig"], p["systemPrompt"], p["parentSessionId"],
+         time.time()))
+    return p["id"]
 
 
-def _ensure_session(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    source = _opt_name(args[1]) or "unknown"
+def _parse_ensure_session(args: List[Any]) -> Dict[str, Any]:
+    return {"id": _name(args[0], empty=False), "source": _opt_name(args[1]) or "unknown", "model": _opt_name(args[2])}
+
+
+def _ensure_session(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
     conn.execute("INSERT OR IGNORE INTO sessions (id, source, model, started_at) VALUES (?, ?, ?, ?)",
-                 (_name(args[0], empty=False), source, _opt_name(args[2]), time.time()))
+                 (p["id"], p["source"], p["model"], time.time()))
     return None
 
 
-def _end_session(conn: sqlite3.Connection, args: List[Any]) -> Any:
+def _parse_end_session(args: List[Any]) -> Dict[str, Any]:
+    return {"id": _name(args[0]), "endReason": _name(args[1])}
+
+
+def _end_session(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
     conn.execute("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
-                 (time.time(), _name(args[1]), _name(args[0])))
+                 (time.time(), p["endReason"], p["id"]))
     return None
 
 
-def _reopen_session(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (_name(args[0]),))
+def _parse_reopen_session(args: List[Any]) -> Dict[str, Any]:
+    return {"id": _name(args[0])}
+
+
+def _reopen_session(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
+    conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (p["id"],))
     return None
 
 
-def _update_system_prompt(conn: sqlite3.Connection, args: List[Any]) -> Any:
-    conn.execute("UPDATE sessions SET system_prompt = ? WHERE id = ?", (_opt_text(args[1]), _name(args[0])))
+def _parse_update_system_prompt(args: List[Any]) -> Dict[str, Any]:
+    return {"id": _name(args[0]), "systemPrompt": _opt_text(args[1])}
+
+
+def _update_system_prompt(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
+    conn.execute("UPDATE sessions SET system_prompt = ? WHERE id = ?", (p["systemPrompt"], p["id"]))
     return None
 
 
@@ -217,7 +232,7 @@ USAGE_FIELDS = frozenset([key for key, _ in TOKEN_COLUMNS] + [key for key, _ in 
                          + ["estimatedCostUsd", "actualCostUsd"])
 
 
-def _update_token_counts(conn: sqlite3.Connection, args: List[Any]) -> Any:
+def _parse_update_token_counts(args: List[Any]) -> Dict[str, Any]:
     usage = _options(args[1], USAGE_FIELDS)
     absolute = _options(args[2] if len(args) > 2 else None, frozenset({"absolute"})).get("absolute", False)
     if type(absolute) is not bool:
@@ -225,31 +240,50 @@ def _update_token_counts(conn: sqlite3.Connection, args: List[Any]) -> Any:
     params: Dict[str, Any] = {"id": _name(args[0])}
     for key, col in TOKEN_COLUMNS:
         params[col] = _opt_int(usage[key]) if key in usage else 0  # an explicit None writes NULL
+        params[col + "_bound"] = None
     params["estimated"] = _opt_number(usage.get("estimatedCostUsd"))
     params["actual"] = _opt_number(usage.get("actualCostUsd"))
     for key, col in TOKEN_TEXTS:
         params[col] = _opt_name(usage.get(key))
-    conn.execute(TOKEN_SQL[absolute], params)
+    return {"absolute": absolute, "params": params}
+
+
+def _update_token_counts(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
+    conn.execute(TOKEN_SQL[p["absolute"]], p["params"])
     return None
 
 
-def _append_message(conn: sqlite3.Connection, args: List[Any]) -> Any:
+def _parse_append_message(args: List[Any]) -> Dict[str, Any]:
     msg = _options(args[1], MESSAGE_FIELDS)
     tool_calls, tool_calls_value = _json_column(msg, "toolCalls")
-    reasoning_details, _ = _json_column(msg, "reasoningDetails")
-    codex_items, _ = _json_column(msg, "codexReasoningItems")
-    session_id = _name(args[0])
+    params = {
+        "sessionId": _name(args[0]), "role": _name(msg.get("role"), empty=False),
+        "content": _opt_text(msg.get("content")), "toolCallId": _opt_name(msg.get("toolCallId")),
+        "toolCalls": tool_calls, "toolName": _opt_name(msg.get("toolName")), "tokenCount": _opt_int(msg.get("tokenCount")),
+        "tokenCountBound": None, "finishReason": _opt_name(msg.get("finishReason")),
+        "reasoning": _opt_text(msg.get("reasoning")), "reasoningDetails": _json_column(msg, "reasoningDetails")[0],
+        "codexReasoningItems": _json_column(msg, "codexReasoningItems")[0],
+        "toolCallIncrement": _tool_call_count(tool_calls_value),
+    }
+    stamped = _opt_number(msg.get("timestamp"))
+    if stamped is not None:  # absent from the engine's params (undefined) when not given
+        if stamped <= 0:
+            raise Daemon()
+        params["timestamp"] = stamped
+    return params
+
+
+def _append_message(conn: sqlite3.Connection, p: Dict[str, Any]) -> Any:
     cursor = conn.execute(
         """INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
            token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (session_id, _name(msg.get("role"), empty=False), _opt_text(msg.get("content")),
-         _opt_name(msg.get("toolCallId")), tool_calls, _opt_name(msg.get("toolName")), _stamp(msg.get("timestamp")),
-         _opt_int(msg.get("tokenCount")), _opt_name(msg.get("finishReason")), _opt_text(msg.get("reasoning")),
-         reasoning_details, codex_items),
+        (p["sessionId"], p["role"], p["content"], p["toolCallId"], p["toolCalls"], p["toolName"],
+         p.get("timestamp", time.time()), p["tokenCount"], p["finishReason"], p["reasoning"], p["reasoningDetails"],
+         p["codexReasoningItems"]),
     )
     conn.execute("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?",
-                 (_tool_call_count(tool_calls_value), session_id))
+                 (p["toolCallIncrement"], p["sessionId"]))
     return cursor.lastrowid
 
 
@@ -308,13 +342,18 @@ def _message_count(conn: sqlite3.Connection, args: List[Any]) -> Any:
     return conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]
 
 
-OPS: Dict[str, Any] = {
-    "createSession": (True, _create_session), "ensureSession": (True, _ensure_session),
-    "endSession": (True, _end_session), "reopenSession": (True, _reopen_session),
-    "updateSystemPrompt": (True, _update_system_prompt), "updateTokenCounts": (True, _update_token_counts),
-    "appendMessage": (True, _append_message), "getSession": (False, _get_session),
-    "getMessages": (False, _get_messages), "getMessagesAsConversation": (False, _get_messages_as_conversation),
-    "sessionCount": (False, _session_count), "messageCount": (False, _message_count),
+# The writes served here: (parse(args), run(conn, params)).
+WRITES: Dict[str, Any] = {
+    "createSession": (_parse_create_session, _create_session), "ensureSession": (_parse_ensure_session, _ensure_session),
+    "endSession": (_parse_end_session, _end_session), "reopenSession": (_parse_reopen_session, _reopen_session),
+    "updateSystemPrompt": (_parse_update_system_prompt, _update_system_prompt),
+    "updateTokenCounts": (_parse_update_token_counts, _update_token_counts),
+    "appendMessage": (_parse_append_message, _append_message),
+}
+# The reads served here: run(conn, args).
+READS: Dict[str, Any] = {
+    "getSession": _get_session, "getMessages": _get_messages, "getMessagesAsConversation": _get_messages_as_conversation,
+    "sessionCount": _session_count, "messageCount": _message_count,
 }
 
 
@@ -379,26 +418,26 @@ class Bridge:
         if self._error is not None:
             raise self._error
 
-    def run(self, op: str, args: List[Any]) -> Any:
-        """The call's result, or raises Daemon when it must go to the daemon (nothing written)."""
-        entry = OPS.get(op)
-        if entry is None:
+    def run(self, op: str, args: List[Any], key: Optional[str] = None) -> Any:
+        """The call's result, or raises Daemon when it must go to the daemon (nothing written).
+        ``key``: a write's idempotency key, recorded with it as the daemon records it."""
+        if op not in WRITES and op not in READS:
             raise Daemon()
-        writes, fn = entry
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise Daemon()
             try:
-                if not writes:
-                    return fn(conn, args)
-                return self._write(conn, fn, args)
-            except (IndexError, KeyError, TypeError, UnicodeError, sqlite3.Error):
+                if op in READS:
+                    return READS[op](conn, args)
+                parse, fn = WRITES[op]
+                params = parse(args)
+                if key is None:
+                    return write_immediately(conn, lambda c: fn(c, params))
+                digest = write_digest(op, params)
+                return write_immediately(conn, lambda c: keyed_write(c, key, op, digest, lambda: fn(c, params)))
+            except (IndexError, KeyError, TypeError, ValueError, UnicodeError, DigestMismatch, sqlite3.Error):
                 raise Daemon() from None
-
-    @staticmethod
-    def _write(conn: sqlite3.Connection, fn: Any, args: List[Any]) -> Any:
-        return write_immediately(conn, lambda c: fn(c, args))
 
     def abandon_after_fork(self) -> None:
         """In a forked child: the parent's connection is kept, never used or closed here (closing

@@ -271,7 +271,7 @@ class SessionDB(Operations):
             self._connection = connection
         return True
 
-    def _bridged(self, op: str, args: List[Any], deadline: float) -> Any:
+    def _bridged(self, op: str, args: List[Any], deadline: float, key: Optional[str] = None) -> Any:
         """The call served from the file while the daemon starts; ``_NOT_BRIDGED`` once the handle
         has moved to the daemon (here, between two calls: every call made before has returned)."""
         with self._bridge_lock:
@@ -282,7 +282,7 @@ class SessionDB(Operations):
                 raise ClosedError("CLOSED", "this SessionDB is closed")
             if not bridge.daemon_ready:
                 try:
-                    return bridge.run(op, args)
+                    return bridge.run(op, args, key)
                 except Daemon:
                     pass  # a call for the daemon: wait for it
             self._bridge = None
@@ -360,7 +360,7 @@ class SessionDB(Operations):
         if keyed:
             key = write_key(key)
         if self._bridge is not None:
-            result = self._bridged(op, args, attempts.deadline)
+            result = self._bridged(op, args, attempts.deadline, key if keyed else None)
             if result is not _NOT_BRIDGED:
                 return result
         if keyed and self._spool is not None:
