@@ -69,11 +69,15 @@ export function toWireError(err: unknown): WireError {
   return { code: e.code, message: e.message };
 }
 
+/**
+ * A wire error as a `SessionDBError`. A code this side does not know (a newer daemon's) becomes
+ * `INTERNAL`, the code it came with kept in the message; the Python client does the same.
+ */
 export function fromWireError(wire: unknown): SessionDBError {
   const w = (wire ?? {}) as Partial<Record<"code" | "message", unknown>>;
-  const code = typeof w.code === "string" && KNOWN_CODES.has(w.code) ? (w.code as ErrorCode) : "INTERNAL";
   const message = typeof w.message === "string" ? w.message : "unknown error from the daemon";
-  return new SessionDBError(code, message);
+  if (typeof w.code === "string" && KNOWN_CODES.has(w.code)) return new SessionDBError(w.code as ErrorCode, message);
+  return new SessionDBError("INTERNAL", w.code === undefined ? message : `${message} (code ${JSON.stringify(w.code)}, unknown to this client)`);
 }
 
 /** The code SQLite (`SQLITE_BUSY_SNAPSHOT`…) or Node (`ENOSPC`…) gave an error; "" when none. */

@@ -1,6 +1,7 @@
 /** sessiondb: the session and message store of an AI agent. */
 export { openSessionDB } from "./open.js";
 export { SessionDBError, SpooledError, ERROR_CODES, type ErrorCode } from "./errors.js";
+export { UntrustedSocketError } from "./client/socket-trust.js";
 export type {
   SessionDB, SessionRow, MessageRow, SessionExport, RichSessionRow, ConversationMessage, ContextMessage,
   SearchHit, CreateSessionOptions, TokenUsage, TokenUpdateOptions, NewMessage, ListSessionsOptions,

@@ -4,6 +4,7 @@ class the reference ``hermes_state.SessionDB`` raises in that situation (``Value
 ``sqlite3.ProgrammingError`` after close), so code that catches those keeps working."""
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any, Dict, Type
 
@@ -167,12 +168,17 @@ def make_error(code: str, message: str) -> SessionDBError:
 
 
 def from_wire(error: Any) -> SessionDBError:
-    """A daemon's ``{code, message}`` as a Python exception."""
+    """A daemon's ``{code, message}`` as a Python exception. A code this client does not know (a
+    newer daemon's) becomes INTERNAL, the code it came with kept in the message, as the
+    TypeScript client does."""
     if not isinstance(error, dict):
         return make_error("INTERNAL", "malformed error from the daemon")
     code = error.get("code")
     message = error.get("message")
-    return make_error(
-        code if isinstance(code, str) else "INTERNAL",
-        message if isinstance(message, str) else "unknown error from the daemon",
-    )
+    if not isinstance(message, str):
+        message = "unknown error from the daemon"
+    if isinstance(code, str) and code in _CLASSES:
+        return make_error(code, message)
+    if "code" not in error:
+        return make_error("INTERNAL", message)
+    return make_error("INTERNAL", f"{message} (code {json.dumps(code, ensure_ascii=False, separators=(',', ':'), default=repr)}, unknown to this client)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from sessiondb import (
     UnavailableError, UntrustedSocketError,
 )
 from sessiondb.connection import GRACE_S
+from sessiondb.errors import DaemonError, from_wire
 from sessiondb.paths import real_database_path
 
 
@@ -312,6 +314,34 @@ def test_the_daemons_own_timeout_is_timeout(tmp: Path):
             assert 29_000 < fake.requests[-1]["timeoutMs"] <= 30_000
     finally:
         fake.close()
+
+
+def test_an_error_code_this_client_does_not_know_is_internal_naming_the_code(tmp: Path):
+    """A newer daemon's code: INTERNAL (a DaemonError, an sqlite3.OperationalError), as the
+    TypeScript client maps it, with the daemon's code and message kept in the message."""
+    database = real_database_path(tmp / "state.db")
+
+    def answer(request):
+        if request["op"] == "hello":
+            return hello_ok(database)
+        return {"ok": False, "error": {"code": "FROM_A_NEWER_DAEMON", "message": "the shard is rebalancing"}}
+
+    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+    try:
+        with SessionDB(tmp / "state.db", autostart=False) as db:
+            with pytest.raises(DaemonError) as caught:
+                db.get_session("s")
+        assert caught.value.code == "INTERNAL" and isinstance(caught.value, sqlite3.OperationalError)
+        assert str(caught.value) == 'the shard is rebalancing (code "FROM_A_NEWER_DAEMON", unknown to this client)'
+    finally:
+        fake.close()
+
+
+def test_a_known_code_keeps_its_message_and_a_missing_code_is_internal():
+    assert str(from_wire({"code": "BUSY", "message": "m"})).endswith(": m") and from_wire({"code": "BUSY", "message": "m"}).code == "BUSY"
+    assert from_wire({"message": "m"}).code == "INTERNAL" and str(from_wire({"message": "m"})) == "m"
+    assert from_wire({"code": 7, "message": "m"}).code == "INTERNAL"
+    assert str(from_wire({"code": 7, "message": "m"})) == "m (code 7, unknown to this client)"
 
 
 def test_a_bad_timeout_is_a_value_error(tmp: Path):

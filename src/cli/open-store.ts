@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DatabaseFiles } from "../database-files.js";
-import { ForeignSocketError } from "../client/socket-trust.js";
+import { UntrustedSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
 import { refuseTilde } from "../hermes-home.js";
@@ -63,7 +63,7 @@ export async function connectDaemon(globals: GlobalOptions, options: OpenOptions
 
 /**
  * The daemon serving the file, or null with, in `refused`, why a socket found for it was not used
- * (another user's, or one another user could swap: ForeignSocketError).
+ * (another user's, or one another user could swap: UntrustedSocketError).
  */
 export async function daemonOrRefusal(
   globals: GlobalOptions,
@@ -75,7 +75,7 @@ export async function daemonOrRefusal(
     if (daemon !== null) return { store: { db, daemon, path: db.files.db }, refused: null };
     await db.close();
   } catch (err) {
-    if (err instanceof ForeignSocketError) return { store: null, refused: err.message };
+    if (err instanceof UntrustedSocketError) return { store: null, refused: err.message };
     if (toSessionDBError(err).code !== "UNAVAILABLE") throw err;
   }
   return { store: null, refused: null };

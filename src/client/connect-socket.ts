@@ -4,7 +4,7 @@ import { fileIdentity, sameFile } from "../file-identity.js";
 import { isPostgresUrl } from "../database-location.js";
 import { databaseIdentity } from "../socket-path.js";
 import { userName } from "../user-name.js";
-import { checkSocket, ForeignSocketError } from "./socket-trust.js";
+import { checkSocket, UntrustedSocketError } from "./socket-trust.js";
 
 /** The buffer replies are read into; larger frames are assembled from several reads. */
 const READ_BUFFER_BYTES = 64 * 1024;
@@ -22,7 +22,7 @@ export function unavailable(socketPath: string, why: string): SessionDBError {
  */
 export function connectSocket(socketPath: string, connectTimeoutMs: number, onBytes: (bytes: Buffer) => void): Promise<Socket> {
   const trust = checkSocket(socketPath);
-  if (!trust.ok) return Promise.reject(trust.foreign ? new ForeignSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason));
+  if (!trust.ok) return Promise.reject(trust.foreign ? new UntrustedSocketError(socketPath, trust.reason) : unavailable(socketPath, trust.reason));
   const onread = {
     buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
     callback: (n: number, buf: Buffer) => {
@@ -44,7 +44,7 @@ export function connectSocket(socketPath: string, connectTimeoutMs: number, onBy
       clearTimeout(timer);
       reject(
         err.code === "EACCES"
-          ? new ForeignSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
+          ? new UntrustedSocketError(socketPath, `it belongs to ${userName(trust.owner)}, whose daemon this user may not connect to (EACCES)`)
           : unavailable(socketPath, err.code ?? err.message),
       );
     });

@@ -7,7 +7,7 @@ import { databaseFiles } from "../database-files.js";
 import { isPostgresUrl } from "../database-location.js";
 import { identityLockPath, identitySocketPath } from "../socket-path.js";
 import { DaemonClient } from "./daemon-client.js";
-import { ForeignSocketError } from "./socket-trust.js";
+import { UntrustedSocketError } from "./socket-trust.js";
 
 /**
  * How long a client waits for a daemon that holds the file (its guard, file-guard.ts) but
@@ -50,7 +50,7 @@ export class NoDaemonError extends SessionDBError {
  * this user's (or root's) and serves this very file. None answering while a daemon holds the file
  * (its sockets removed with the runtime folder, say), the lookup waits for it to answer again
  * (HeldFileError after HOLDER_WAIT_MS). Else UNAVAILABLE (NoDaemonError when the guard says none
- * holds the file); another user's socket is reported as such (ForeignSocketError) rather than as
+ * holds the file); another user's socket is reported as such (UntrustedSocketError) rather than as
  * "none answers".
  */
 export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient> {
@@ -61,7 +61,7 @@ export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient
     return await firstAnswering(options, sockets);
   } catch (err) {
     // An explicit socket is the only candidate: a daemon holding the file elsewhere is not waited for.
-    if (err instanceof ForeignSocketError || isPostgresUrl(options.path) || !options.findByIdentity) throw err;
+    if (err instanceof UntrustedSocketError || isPostgresUrl(options.path) || !options.findByIdentity) throw err;
     const found = await awaitHolder(options, sockets);
     if (found === null) throw new NoDaemonError(toSessionDBError(err));
     return found;
@@ -76,7 +76,7 @@ async function firstAnswering(options: ResolvedOptions, sockets: readonly string
     } catch (err) {
       const e = toSessionDBError(err);
       if (e.code !== "UNAVAILABLE") throw e;
-      if (failure === null || (e instanceof ForeignSocketError && !(failure instanceof ForeignSocketError))) failure = e;
+      if (failure === null || (e instanceof UntrustedSocketError && !(failure instanceof UntrustedSocketError))) failure = e;
     }
   }
   throw failure!;

@@ -63,9 +63,9 @@ function inspect(fd: number, me: number, socketPath: string): SocketCheck {
 
 /**
  * UNAVAILABLE because the socket is another user's (or could be swapped by one): reported as
- * such, so nobody takes it for "no daemon runs".
+ * such, so nobody takes it for "no daemon runs". The Python client raises the same-named error.
  */
-export class ForeignSocketError extends SessionDBError {
+export class UntrustedSocketError extends SessionDBError {
   constructor(socketPath: string, reason: string) {
     super("UNAVAILABLE", `${socketPath} is not a socket of this user's daemon: ${reason}`);
   }

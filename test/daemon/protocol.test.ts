@@ -464,3 +464,31 @@ test("a socket whose hello is not a sessiondb daemon speaking protocol 1 is no d
     }
   }
 });
+
+test("an error code the client does not know (a newer daemon's) is INTERNAL, its code and message kept in the message, as the Python client does", async (t) => {
+  const dir = shortTempDir(t);
+  const dbPath = join(dir, "state.db");
+  const socketPath = join(dir, "newer.sock");
+  const hello = { server: "sessiondb", version: "9.0.0", protocol: 1, schemaVersion: 6, pid: process.pid, database: realpathSync(dir) + "/state.db" };
+  const server = createServer((socket) => {
+    const decoder = new FrameDecoder(1 << 20);
+    socket.on("error", () => undefined);
+    socket.on("data", (chunk: Buffer) => {
+      for (const body of decoder.push(chunk)) {
+        const request = decodeBody(body) as { id: number; op: string };
+        socket.write(encodeFrame(request.op === "hello"
+          ? { id: request.id, ok: true, result: hello }
+          : { id: request.id, ok: false, error: { code: "FROM_A_NEWER_DAEMON", message: "the shard is rebalancing" } }));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  // Node runs the after hooks in order: the client closes first, so the server has no connection left to wait for.
+  const db = await openSessionDB({ path: dbPath, socketPath, mode: "daemon" });
+  t.after(() => db.close());
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  const err = await db.getSession("s").then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof SessionDBError, String(err));
+  assert.equal(err.code, "INTERNAL");
+  assert.equal(err.message, 'the shard is rebalancing (code "FROM_A_NEWER_DAEMON", unknown to this client)');
+});
