@@ -182,3 +182,23 @@ def test_an_argument_sent_in_a_form_the_file_does_not_serve_goes_to_the_daemon(e
     assert moved(db)
     assert db.get_session("b")["input_tokens"] == 7.5
     db.close()
+
+
+@pytest.mark.parametrize("value", ["0", "false"])
+def test_sessiondb_autostart_0_takes_no_cold_start_and_starts_nothing_but_a_running_daemon_still_serves(
+        existing: Path, gate: Path, start_daemon, monkeypatch: pytest.MonkeyPatch, value: str):
+    """Issue 29: with autostart off by the environment, a handle on an existing file neither serves
+    from the file (the cold start needs the daemon it would start) nor starts one: UNAVAILABLE,
+    the file untouched. A daemon already serving the file is used as ever."""
+    monkeypatch.setenv("SESSIONDB_AUTOSTART", value)
+    before = existing.read_bytes()
+    with pytest.raises(UnavailableError, match="autostart is off \\(SESSIONDB_AUTOSTART\\)"):
+        SessionDB(existing, autostart=True)
+    assert existing.read_bytes() == before
+    # Autostart makes the daemon's log as it spawns it: none was spawned.
+    assert not (existing.parent / "state.db.daemon.log").exists() and not (existing.parent / "state.db.sock").exists()
+    served = start_daemon(existing)
+    with SessionDB(existing, autostart=True) as db:
+        assert moved(db) and db._connection is not None
+        db.create_session("w", "cli")
+        assert db._call("hello", "read", [{}])["pid"] == served.process.pid
