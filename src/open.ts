@@ -19,15 +19,32 @@ import type { Store } from "./store.js";
 export async function openSessionDB(options: OpenOptions = {}): Promise<SessionDB> {
   try {
     const resolved = resolveOptions(options);
-    const store = await openStore(resolved);
+    const store = await openStore(resolved, true);
     return resolved.spool === null ? store : await SpoolingStore.open(store, resolved, resolved.spool);
   } catch (err) {
     throw toSessionDBError(err);
   }
 }
 
-async function openStore(resolved: ResolvedOptions): Promise<Store> {
-  if (resolved.mode === "direct") return opened(await openDirect(await directOptions(resolved)), resolved);
+/**
+ * `openSessionDB` without the spool (its option ignored) and without direct mode's replay on
+ * opening: for `sessiondb spool replay`, which replays itself and reports what it applied.
+ */
+export async function openWithoutReplay(options: OpenOptions): Promise<SessionDB> {
+  try {
+    return await openStore(resolveOptions({ ...options, spool: false }), false);
+  } catch (err) {
+    throw toSessionDBError(err);
+  }
+}
+
+async function openStore(resolved: ResolvedOptions, replay: boolean): Promise<Store> {
+  const opened = async (store: Store): Promise<Store> => {
+    // This user's spool of the database, first (a spooling handle replays its own).
+    if (replay && resolved.spool === null) await replayOnOpening(store, resolved);
+    return store;
+  };
+  if (resolved.mode === "direct") return opened(await openDirect(await directOptions(resolved)));
   if (resolved.mode === "daemon") return await connectOrStart(resolved);
   try {
     return new AutoStore(await connectOrStart(resolved), resolved);
@@ -36,12 +53,6 @@ async function openStore(resolved: ResolvedOptions): Promise<Store> {
     // autostart found the file not this user's to serve; direct mode may still read it.
     const { code } = toSessionDBError(err);
     if ((code !== "UNAVAILABLE" && code !== "PERMISSION") || err instanceof HeldFileError) throw err;
-    return opened(await openDirect(await directOptions(resolved, err instanceof NoDaemonError)), resolved);
+    return opened(await openDirect(await directOptions(resolved, err instanceof NoDaemonError)));
   }
-}
-
-/** Direct mode, having replayed this user's spool of the database (the spooling handle replays its own). */
-async function opened(store: Store, resolved: ResolvedOptions): Promise<Store> {
-  if (resolved.spool === null) await replayOnOpening(store, resolved);
-  return store;
 }

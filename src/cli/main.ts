@@ -21,6 +21,7 @@ import { registerSearch } from "./commands/search.js";
 import { registerServe } from "./commands/serve.js";
 import { registerService } from "./commands/service.js";
 import { registerShow } from "./commands/show.js";
+import { registerSpool } from "./commands/spool.js";
 import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
 import { registerStop } from "./commands/stop.js";
@@ -45,7 +46,7 @@ const program = new Command()
 for (const register of [
   registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
   registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats, registerService,
-  registerBackup, registerVerify, registerCheck, registerOptimize,
+  registerBackup, registerVerify, registerCheck, registerOptimize, registerSpool,
 ]) {
   register(program);
 }

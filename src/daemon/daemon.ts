@@ -29,6 +29,8 @@ import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from ".
 import { startSqliteEngine } from "./sqlite-engine.js";
 import { startPgEngine } from "./pg-daemon-engine.js";
 import { isPostgresUrl } from "../database-location.js";
+import { defaultSpoolDir } from "../spool/spool-file.js";
+import { SpoolReplayer } from "./spool-replayer.js";
 
 export type { DaemonOptions } from "./daemon-options.js";
 
@@ -77,6 +79,8 @@ export class Daemon {
   /** Enforces the connections' time limits (incomplete frames, idle connections); runs only while there are connections. */
   #sweeper: NodeJS.Timeout | null = null;
   #closing: Promise<void> | null = null;
+  /** Replays this user's spool of the database (docs/spool.md); null while the database is read-only. */
+  #spool: SpoolReplayer | null = null;
   /** Resolves when the daemon has stopped (after `close()` or a `shutdown` request). */
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
@@ -189,6 +193,10 @@ export class Daemon {
         });
       }
       if (!postgres) setImmediate(() => daemon.#sweepStaleLocks());
+      if (!engine.readOnly) {
+        daemon.#spool = new SpoolReplayer(files.db, defaultSpoolDir(), engine.writer, resolved.requestTimeoutMs, resolved.log);
+        daemon.#spool.start();
+      }
       return daemon;
     } catch (err) {
       directory.close();
@@ -281,6 +289,8 @@ export class Daemon {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
     this.#engine.stopHousekeeping();
+    // Not waited for: a record in the writer's queue is finished with the rest; the next is not started.
+    void this.#spool?.close();
     if (this.#repairTimer !== null) clearTimeout(this.#repairTimer);
     this.#idleExit?.stop();
     this.#fileWatch?.stop();

@@ -12,7 +12,7 @@
  * acknowledged the file is emptied.
  */
 import { createHash } from "node:crypto";
-import { constants, lstatSync, mkdirSync, chmodSync, statSync } from "node:fs";
+import { chmodSync, constants, lstatSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -119,6 +119,15 @@ export function notJsonData(value: unknown, path = "args"): string | null {
   return `${path} is a ${typeof value}`;
 }
 
+/** One spool file as `SpoolFile.list` finds it. */
+export interface SpoolListing {
+  readonly file: SpoolFile;
+  readonly pending: SpoolRecord[];
+  readonly size: number;
+  /** Why it could not be read; null when it was. */
+  readonly error: SessionDBError | null;
+}
+
 /** In-process queue per file: one access at a time, so no two of this process's wait on flock(1). */
 const queues = new Map<string, Promise<unknown>>();
 
@@ -129,11 +138,39 @@ export class SpoolFile {
   readonly path: string;
   readonly maxBytes: number;
 
-  constructor(identity: string, dir: string = defaultSpoolDir(), maxBytes = SPOOL_MAX_BYTES) {
+  constructor(identity: string, dir: string = defaultSpoolDir(), maxBytes = SPOOL_MAX_BYTES, path = spoolFilePath(dir, identity)) {
     this.identity = identity;
     this.dir = dir;
-    this.path = spoolFilePath(dir, identity);
+    this.path = path;
     this.maxBytes = maxBytes;
+  }
+
+  /**
+   * This user's spool files in `dir` (`*.spool`), each with the database its records name (the
+   * first pending one's `db`; "" when none is pending) and what is pending, in name order. A file
+   * that cannot be read (another user's, one others may write) comes with its error instead.
+   */
+  static async list(dir: string): Promise<SpoolListing[]> {
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((name) => name.endsWith(".spool")).sort();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw spoolIoError(dir, err);
+    }
+    const listings: SpoolListing[] = [];
+    for (const name of names) {
+      const path = join(dir, name);
+      const unnamed = new SpoolFile("", dir, SPOOL_MAX_BYTES, path);
+      try {
+        const pending = await unnamed.pending();
+        const identity = pending[0]?.db ?? "";
+        listings.push({ file: new SpoolFile(identity, dir, SPOOL_MAX_BYTES, path), pending, size: unnamed.size(), error: null });
+      } catch (err) {
+        listings.push({ file: unnamed, pending: [], size: unnamed.size(), error: spoolIoError(path, err) });
+      }
+    }
+    return listings;
   }
 
   /** The file's size; 0 when there is none (nothing pending, found without a lock). */

@@ -73,6 +73,11 @@ export class Child {
     return this.#stdout;
   }
 
+  /** What it has printed on stderr so far (a daemon's log). */
+  get stderr(): string {
+    return this.#stderr;
+  }
+
   /** Resolves once the child has printed a line equal to `line`; rejects if it exits first. */
   waitForLine(line: string): Promise<void> {
     return new Promise((resolve, reject) => {
