@@ -8,6 +8,9 @@ import { parentPort, workerData } from "node:worker_threads";
 import { toWireError } from "../src/errors.js";
 import { ExportSnapshot } from "../src/sqlite/export-snapshot.js";
 import type { ExporterConfig, FromExporter, ToExporter } from "../src/daemon/export-messages.js";
+import { nameThread } from "./thread-name.js";
+
+nameThread("sdb-exporter");
 
 const config = workerData as ExporterConfig;
 const port = parentPort!;

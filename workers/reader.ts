@@ -10,6 +10,9 @@ import { checkIntegrity, type CheckOptions } from "../src/sqlite/integrity-check
 import { runOperation } from "../src/sqlite/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/sqlite/transaction.js";
 import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
+import { nameThread } from "./thread-name.js";
+
+nameThread("sdb-reader");
 
 const config = workerData as ReaderConfig;
 let db: Connection | null = null;

@@ -16,6 +16,9 @@ import { FileGuard } from "./file-guard.js";
 import { prepareTransactionStatements } from "./writer-context.js";
 import { WriterLoop } from "./writer-loop.js";
 import { LOCK_BUSY_TIMEOUT_MS, OPEN_RETRY } from "./writer-waits.js";
+import { nameThread } from "./thread-name.js";
+
+nameThread("sdb-writer");
 
 const config = workerData as WriterConfig;
 const port = parentPort!;

@@ -101,8 +101,11 @@ export class DirectoryWatch {
       else for (const list of folder.listeners.values()) for (const listener of list) listener();
       return;
     }
+    const listeners = folder.listeners.get(String(name));
+    // Another program's file in a shared folder (the runtime folder's other daemons): nothing to rest for.
+    if (listeners === undefined) return;
     this.#rest(dir, folder);
-    for (const listener of folder.listeners.get(String(name)) ?? []) listener();
+    for (const listener of listeners) listener();
   }
 
   close(): void {
