@@ -8,7 +8,10 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import type { DaemonStats } from "../src/protocol/control.js";
 import { BenchChild } from "./child-process.js";
-import { busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, stolenShare, waitShare, type MachineTimes, type SchedTimes } from "./cpu-usage.js";
+import {
+  busyShare, machineTimes, processCpuMs, schedDelta, schedTimes, stolenShare, threadDelta, threadTimes, waitShare,
+  type MachineTimes, type SchedTimes, type ThreadRole, type ThreadTimes,
+} from "./cpu-usage.js";
 import type { PgServer } from "../test/helpers/postgres-server.js";
 import { checkPgRows, checkRows, createDatabase, type RowCheck } from "./database-file.js";
 import { DaemonProcess } from "./daemon-process.js";
@@ -73,6 +76,12 @@ export interface CpuFigures {
   /** CPU microseconds the clients and the daemon spent per append (per call for daemon-ping);
    *  null where the daemon's CPU time is unknown. */
   usPerAppend: number | null;
+  /** The clients' part of it (all client processes together, per append). Absent from results written before issue 27. */
+  clientsUsPerAppend?: number | null;
+  /** The daemon's part (its whole process, per append); null without a daemon. */
+  daemonUsPerAppend?: number | null;
+  /** The daemon's part by thread (Linux's schedstat): its main thread, the writer, the readers, the rest (GC, compilation). */
+  daemonThreadsUsPerAppend?: Record<ThreadRole, number> | null;
 }
 
 export interface ConvoyRun {
@@ -106,6 +115,8 @@ interface Readings {
   machine: MachineTimes;
   daemonCpuMs: number | null;
   daemonSched: SchedTimes | null;
+  /** The first daemon's threads. */
+  daemonThreads: ThreadTimes | null;
   stats: DaemonStats | null;
 }
 
@@ -217,6 +228,7 @@ async function readings(daemons: DaemonProcess[]): Promise<Readings> {
     machine: machineTimes(),
     daemonCpuMs: daemons.length === 0 || cpu.includes(null) ? null : sum(cpu as number[]),
     daemonSched: daemons[0] === undefined ? null : schedTimes(daemons[0].pid),
+    daemonThreads: daemons.length === 1 ? threadTimes(daemons[0]!.pid) : null,
     stats,
   };
 }
@@ -282,7 +294,16 @@ function cpuFigures(reports: WriterReport[], start: Readings, end: Readings, has
   const appends = reports.reduce((sum, r) => sum + r.appends, 0);
   const usPerAppend = appends === 0 || (hasDaemon && daemonS === null) ? null : ((clientsS + (daemonS ?? 0)) * 1e6) / appends;
   const stolen = stolenShare(start.machine, end.machine);
-  return { clientsS, daemonS, machineBusy, otherCores, stolen, clientsWaitShare, daemonWaitShare, usPerAppend };
+  const perAppend = (s: number) => (appends === 0 ? null : (s * 1e6) / appends);
+  const threads = threadDelta(start.daemonThreads, end.daemonThreads);
+  const daemonThreadsUsPerAppend = threads === null || appends === 0 ? null : {
+    main: (threads.main * 1e3) / appends, writer: (threads.writer * 1e3) / appends,
+    readers: (threads.readers * 1e3) / appends, other: (threads.other * 1e3) / appends,
+  };
+  return {
+    clientsS, daemonS, machineBusy, otherCores, stolen, clientsWaitShare, daemonWaitShare, usPerAppend,
+    clientsUsPerAppend: perAppend(clientsS), daemonUsPerAppend: daemonS === null ? null : perAppend(daemonS), daemonThreadsUsPerAppend,
+  };
 }
 
 function daemonFigures(before: DaemonStats, after: DaemonStats): DaemonFigures {

@@ -11,6 +11,7 @@ import { withFsyncDelay } from "./fsync-delay.js";
 import { undoOnInterrupt } from "./interrupt.js";
 import { MODES, type ConvoyMode, type ModeSpec } from "./modes.js";
 import { addHistograms, ratio, spread, type Spread } from "./stats.js";
+import { THREAD_ROLES, type ThreadRole } from "./cpu-usage.js";
 
 export interface ConvoyOptions {
   ks: number[];
@@ -65,6 +66,10 @@ export interface ConvoyCellSummary {
   daemonWaitShare: Spread | null;
   /** CPU microseconds per append, clients and daemon together. */
   cpuUsPerAppend: Spread | null;
+  /** The clients' part, and the daemon's, and the daemon's by thread (issue 27). */
+  clientsUsPerAppend?: Spread | null;
+  daemonUsPerAppend?: Spread | null;
+  daemonThreadsUsPerAppend?: Record<ThreadRole, Spread | null> | null;
 }
 
 /** daemon / jitter at one K and fsync delay, each ratio taken within a repetition. */
@@ -281,5 +286,10 @@ function summarizeCell(runs: ConvoyRun[]): ConvoyCellSummary {
     clientsWaitShare: of((r) => r.cpu.clientsWaitShare),
     daemonWaitShare: of((r) => r.cpu.daemonWaitShare),
     cpuUsPerAppend: of((r) => r.cpu.usPerAppend),
+    clientsUsPerAppend: of((r) => r.cpu.clientsUsPerAppend ?? null),
+    daemonUsPerAppend: of((r) => r.cpu.daemonUsPerAppend ?? null),
+    daemonThreadsUsPerAppend: runs.some((r) => r.cpu.daemonThreadsUsPerAppend) ? Object.fromEntries(
+      THREAD_ROLES.map((role) => [role, of((r) => r.cpu.daemonThreadsUsPerAppend?.[role] ?? null)]),
+    ) as Record<ThreadRole, Spread | null> : null,
   };
 }

@@ -116,3 +116,45 @@ export function waitShare(times: readonly SchedTimes[]): number | null {
   const wait = times.reduce((sum, t) => sum + t.waitMs, 0);
   return run + wait > 0 ? wait / (run + wait) : null;
 }
+
+/** The daemon's threads by what they do: the event loop, the writer, the readers, and the rest (V8's and libuv's helpers: GC, compilation, file system). */
+export type ThreadRole = "main" | "writer" | "readers" | "other";
+export const THREAD_ROLES: readonly ThreadRole[] = ["main", "writer", "readers", "other"];
+
+/** Run time (ms) of each thread alive now, by thread id, with its role; null off Linux. */
+export type ThreadTimes = Map<string, { role: ThreadRole; runMs: number }>;
+
+/** The daemon's workers name their threads (workers/thread-name.ts); the main thread's id is the process's. */
+function roleOf(pid: number, tid: string, comm: string): ThreadRole {
+  if (tid === String(pid)) return "main";
+  if (comm === "sdb-writer") return "writer";
+  if (comm === "sdb-reader" || comm === "sdb-exporter") return "readers";
+  return "other";
+}
+
+export function threadTimes(pid: number | undefined): ThreadTimes | null {
+  if (pid === undefined) return null;
+  try {
+    const times: ThreadTimes = new Map();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+        const runNs = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+        if (Number.isFinite(runNs)) times.set(tid, { role: roleOf(pid, tid, comm), runMs: runNs / 1e6 });
+      } catch {
+        // the thread ended while being read
+      }
+    }
+    return times;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ms per role between two readings (a thread that started meanwhile counts from 0; one that ended drops out). */
+export function threadDelta(before: ThreadTimes | null, after: ThreadTimes | null): Record<ThreadRole, number> | null {
+  if (before === null || after === null) return null;
+  const delta: Record<ThreadRole, number> = { main: 0, writer: 0, readers: 0, other: 0 };
+  for (const [tid, t] of after) delta[t.role] += t.runMs - (before.get(tid)?.runMs ?? 0);
+  return delta;
+}

@@ -40,7 +40,7 @@ const PRESETS: Record<"quick" | "full", Preset> = {
     fsyncDelaysMs: [0, 1], idleSettleSeconds: 10, idleWindowSeconds: 10, soakSeconds: 60, coldReads: 10,
   },
   full: {
-    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, reps: 3, messages: [200_000, 1_000_000], readSeconds: 4, walSeconds: 20,
+    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, reps: 3, messages: [200_000, 1_000_000, 2_000_000], readSeconds: 4, walSeconds: 20,
     walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3], idleSettleSeconds: 10, idleWindowSeconds: 60, soakSeconds: 3600, coldReads: 30,
   },
 };

@@ -12,6 +12,7 @@ import { READ_OPS, SLOW_SEARCHERS, type ReadSizeResult } from "./read-side.js";
 import { VIAS } from "./served-copy.js";
 import { spread, type Spread } from "./stats.js";
 import { idleFootprintTable } from "./idle-footprint.js";
+import { THREAD_ROLES } from "./cpu-usage.js";
 import type { IdleOnlyResult } from "./bench-result.js";
 
 /** Three significant-ish digits: 12345, 123, 12.3, 1.23, 0.123. */
@@ -99,6 +100,28 @@ function convoyTable(result: BenchResult): string {
   ]);
   return markdownTable(
     ["fsync", "mode", "K", "appends/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "fail", "fairness", "commits", "batch", "retries", "cpu: clients / daemon / other", "stolen", "cpu µs/append", "wait for a core: clients / daemon", "rows"],
+    rows,
+  );
+}
+
+/** Where the CPU of an append goes: the clients, the daemon, and the daemon's threads (issue 27). */
+function cpuTable(result: BenchResult): string {
+  const rows = result.convoy.summary
+    .filter((c) => c.clientsUsPerAppend !== undefined && c.clientsUsPerAppend !== null)
+    .map((c) => {
+      const threads = c.daemonThreadsUsPerAppend ?? null;
+      return [
+        fsyncCell(c.fsyncDelayMs),
+        c.mode,
+        MODES[c.mode].clients === "one" ? "1" : String(c.k),
+        med(c.cpuUsPerAppend, int),
+        med(c.clientsUsPerAppend ?? null, int),
+        med(c.daemonUsPerAppend ?? null, int),
+        ...THREAD_ROLES.map((role) => med(threads?.[role] ?? null, int)),
+      ];
+    });
+  return markdownTable(
+    ["fsync", "mode", "K", "cpu µs/append", "clients", "daemon", "daemon: main thread", "writer", "readers", "other (GC, compiler, libuv)"],
     rows,
   );
 }
@@ -208,6 +231,11 @@ export function formatReport(result: BenchResult): string {
       "wait for a core: of the time their threads were ready to run, the share they waited for a core (Linux schedstat); " +
       "a high share means the machine's cores, not the database, set the pace. " +
       "daemon-ping's calls are pings: the same round trip with no database work, the most any daemon client can get here.",
+    "### CPU per append: clients, daemon, the daemon's threads",
+    cpuTable(result),
+    "CPU time per append (per call for daemon-ping), µs: all client processes together, the daemon's process, and the daemon's " +
+      "threads (Linux schedstat; the workers name theirs sdb-writer, sdb-reader): its event loop (sockets, frames, dispatch), the " +
+      "writer (SQL, COMMIT, fsync), the readers, and the rest (V8's garbage collector and compiler, libuv's pool). A mode with two daemons shows no split.",
     ...(result.convoy.skipped.length > 0 ? [`Skipped: ${result.convoy.skipped.map((s) => `${s.mode} (${s.reason})`).join(", ")}`] : []),
     "### Ratios (within each repetition)",
     ratioTable(result),

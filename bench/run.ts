@@ -12,7 +12,7 @@ import { runIdleOnly, runSuite } from "./suite.js";
 
 const USAGE = `Usage: npm run bench [-- options]
 
-  --full                 longer runs: K up to 64, 3 repetitions, corpora of 200,000 and 1,000,000 messages,
+  --full                 longer runs: K up to 64, 3 repetitions, corpora of 200,000, 1,000,000 and 2,000,000 messages,
                          fsync delays 0, 1 and 3 ms
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)

@@ -100,7 +100,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
       options,
       messageChars,
       convoy,
-      targets: checkTargets(convoy, read),
+      targets: checkTargets(convoy, read, idle),
       read,
       wal,
       idle,

@@ -9,13 +9,22 @@
  * daemon at least 0.8× (native) and 0.9× (+1 ms) direct mode's appends; at K = 16 and 32 at least
  * 2× (native) and 5× (+1 ms) direct mode's throughput, p99 at most 20 ms (K = 16) and 40 ms
  * (K = 32), fairness at least 0.9; the CJK search at most 2 ms p99 at 1,000,000 messages.
+ *
+ * Issue 27 (CPU per append), native fsync: at K = 16 the daemon's process at most 200 µs of CPU
+ * per append and the TypeScript clients at most 250 µs, the daemon at least 2× direct mode's
+ * throughput with p99 at most 20 ms; a lone append through the daemon at least 0.6× direct mode's;
+ * an idle daemon at most 1 wake-up per second. With fsync +1 ms: at least 5× at K = 16 and 32
+ * with p99 at most 30 ms. Reads through the daemon while it is idle: the rare-term search at most
+ * 2 ms p99 and the 50-row listing at most 5 ms p99 at 20,000 messages; the listing at most 5 ms
+ * p99 at 2,000,000 messages (100,000 sessions, `--full`).
  */
 import type { ConvoyResult } from "./convoy.js";
+import type { IdleFootprintResult } from "./idle-footprint.js";
 import type { ReadSideResult } from "./read-side.js";
 
 export interface TargetCheck {
   /** The issue that set it. */
-  issue: 3 | 15;
+  issue: 3 | 15 | 27;
   target: string;
   k: number | null;
   /** The fsync delay the runs had (ms); null for a read-side target. */
@@ -50,7 +59,23 @@ function meets(value: number | null, direction: TargetCheck["direction"], bound:
   }
 }
 
-export function checkTargets(convoy: ConvoyResult, read: ReadSideResult | null = null): TargetCheck[] {
+/** Issue 27's convoy targets per fsync delay, at K = 16 (and 32 with fsync +1 ms). */
+const ISSUE_27_BY_DELAY = [
+  { fsyncDelayMs: 0, ks: [16], lead: 2, p99Ms: 20 },
+  { fsyncDelayMs: 1, ks: [16, 32], lead: 5, p99Ms: 30 },
+];
+const ISSUE_27_DAEMON_US = 200;
+const ISSUE_27_CLIENT_US = 250;
+const ISSUE_27_LONE = 0.6;
+const ISSUE_27_WAKEUPS_PER_S = 1;
+/** Reads through the idle daemon: op, corpus size, p99 bound (ms). */
+const ISSUE_27_READS = [
+  { op: "search-rare", messages: 20_000, p99Ms: 2 },
+  { op: "list-rich-50", messages: 20_000, p99Ms: 5 },
+  { op: "list-rich-50", messages: 2_000_000, p99Ms: 5 },
+] as const;
+
+export function checkTargets(convoy: ConvoyResult, read: ReadSideResult | null = null, idle: IdleFootprintResult | null = null): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const check = (issue: TargetCheck["issue"], target: string, k: number | null, fsyncDelayMs: number | null, value: number | null, direction: TargetCheck["direction"], bound: number) => {
     checks.push({ issue, target, k, fsyncDelayMs, value, bound, direction, met: meets(value, direction, bound) });
@@ -84,6 +109,35 @@ export function checkTargets(convoy: ConvoyResult, read: ReadSideResult | null =
       check(15, "daemon fairness", k, fsyncDelayMs, daemon.fairness?.median ?? null, "at least", ISSUE_15_FAIRNESS);
     }
   }
+  const native = daemonAt(16, 0);
+  if (native !== undefined) {
+    check(27, "daemon process CPU µs per append", 16, 0, native.daemonUsPerAppend?.median ?? null, "at most", ISSUE_27_DAEMON_US);
+    check(27, "TypeScript clients' CPU µs per append", 16, 0, native.clientsUsPerAppend?.median ?? null, "at most", ISSUE_27_CLIENT_US);
+  }
+  const lone = ratioAt(1, 0);
+  if (lone !== undefined) check(27, "lone client: daemon/jitter appends", 1, 0, lone.throughput?.median ?? null, "at least", ISSUE_27_LONE);
+  for (const { fsyncDelayMs, ks, lead, p99Ms } of ISSUE_27_BY_DELAY) {
+    for (const k of ks) {
+      const daemon = daemonAt(k, fsyncDelayMs);
+      const ratio = ratioAt(k, fsyncDelayMs);
+      if (daemon === undefined || ratio === undefined) continue;
+      check(27, "daemon/jitter throughput", k, fsyncDelayMs, ratio.throughput?.median ?? null, "at least", lead);
+      check(27, "daemon p99 (ms)", k, fsyncDelayMs, daemon.p99?.median ?? null, "at most", p99Ms);
+    }
+  }
+  if (idle !== null) {
+    // The worse of the two quiet spells: just started, and after a client came and went.
+    const wakeups = Math.max(idle.fresh.wakeupsPerS, idle.afterUse.wakeupsPerS);
+    check(27, "idle daemon wake-ups per second", null, null, wakeups, "at most", ISSUE_27_WAKEUPS_PER_S);
+  }
+  for (const { op, messages, p99Ms } of ISSUE_27_READS) {
+    const latency = read?.sizes
+      .find((s) => s.corpus.messages === messages)
+      ?.latencies.find((l) => l.op === op && l.via === "daemon" && l.load === "idle");
+    if (latency === undefined) continue;
+    check(27, `${op} p99 (ms) at ${messages.toLocaleString("en-US")} messages, daemon`, null, null, latency.p99, "at most", p99Ms);
+  }
+
   const largest = read?.sizes.find((s) => s.corpus.messages === CJK_AT_MESSAGES);
   for (const latency of largest?.latencies ?? []) {
     if (latency.op !== "search-cjk" || latency.load !== "idle") continue;

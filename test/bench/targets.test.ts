@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ConvoyResult } from "../../bench/convoy.js";
+import type { IdleFootprintResult } from "../../bench/idle-footprint.js";
 import type { ReadSideResult } from "../../bench/read-side.js";
 import { checkTargets, type TargetCheck } from "../../bench/targets.js";
 
@@ -102,4 +103,44 @@ test("the CJK target reads the idle CJK search at 1,000,000 messages, each way i
     ],
   );
   assert.deepEqual(checkTargets(convoy([], [0]), null), []);
+});
+
+test("issue 27's targets: the daemon's and the clients' CPU per append at K = 16, the lone client, +1 ms at K = 16 and 32, idle wake-ups, reads through the daemon", () => {
+  const base = convoy(
+    [
+      { k: 1, delay: 0, ratio: 0.6 },
+      { k: 16, delay: 0, ratio: 2.1, p99: 20 },
+      { k: 16, delay: 1, ratio: 5, p99: 30.5 },
+      { k: 32, delay: 1, ratio: 4.9, p99: 25 },
+    ],
+    [0, 1],
+  );
+  const native16 = base.summary.find((c) => c.k === 16 && c.fsyncDelayMs === 0)!;
+  Object.assign(native16, { daemonUsPerAppend: one(200), clientsUsPerAppend: one(251) });
+  const latency = (op: string, via: string, p99: number) => ({ via, load: "idle", op, query: null, n: 100, p50: 1, p99, max: p99, rows: 50 });
+  const read = {
+    opSeconds: 1,
+    sizes: [
+      { corpus: { messages: 20_000 }, latencies: [latency("search-rare", "daemon", 2.5), latency("search-rare", "direct", 0.4), latency("list-rich-50", "daemon", 5)] },
+      { corpus: { messages: 2_000_000 }, latencies: [latency("list-rich-50", "daemon", 4)] },
+    ],
+  } as unknown as ReadSideResult;
+  const idle = { fresh: { wakeupsPerS: 0.4 }, afterUse: { wakeupsPerS: 1.2 } } as unknown as IdleFootprintResult;
+  const checks = checkTargets(base, read, idle);
+  const met = (target: string, k: number | null, delay: number | null) => find(checks, 27, target, k, delay).met;
+  assert.equal(met("daemon process CPU µs per append", 16, 0), true, "the bound is included");
+  assert.equal(met("TypeScript clients' CPU µs per append", 16, 0), false);
+  assert.equal(met("lone client: daemon/jitter appends", 1, 0), true);
+  assert.equal(met("daemon/jitter throughput", 16, 0), true);
+  assert.equal(met("daemon p99 (ms)", 16, 0), true);
+  assert.equal(met("daemon/jitter throughput", 16, 1), true);
+  assert.equal(met("daemon p99 (ms)", 16, 1), false);
+  assert.equal(met("daemon/jitter throughput", 32, 1), false);
+  assert.equal(met("daemon p99 (ms)", 32, 1), true);
+  const wakeups = find(checks, 27, "idle daemon wake-ups per second", null, null);
+  assert.deepEqual([wakeups.value, wakeups.met], [1.2, false], "the worse of the two quiet spells");
+  assert.equal(met("search-rare p99 (ms) at 20,000 messages, daemon", null, null), false);
+  assert.equal(met("list-rich-50 p99 (ms) at 20,000 messages, daemon", null, null), true);
+  assert.equal(met("list-rich-50 p99 (ms) at 2,000,000 messages, daemon", null, null), true);
+  assert.equal(checks.some((c) => c.issue === 27 && c.k === 32 && c.fsyncDelayMs === 0), false, "K = 32 is a target with fsync +1 ms only");
 });
