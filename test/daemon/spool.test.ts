@@ -10,7 +10,7 @@ import { chmodSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { openSessionDB, SpooledError } from "../../src/index.js";
+import { openSessionDB, SessionDBError, SpooledError } from "../../src/index.js";
 import { SpoolFile } from "../../src/spool/spool-file.js";
 import { freshDbPath, holdWriteLock, shortTempDir, startDaemon } from "../helpers/daemon.js";
 import { Child, lastJsonLine, runToSuccess, sourceFixture } from "../helpers/processes.js";
@@ -88,7 +88,7 @@ test("a daemon replays on start what the Python client spooled, and the Python c
   assert.deepEqual(keys.map((k) => k.key), ["py-key-1", "ts-key-1"]);
 });
 
-test("a daemon never replays a spool others may write: it says so, and the records stay", async (t) => {
+test("a daemon never replays a spool others may write: it says so, and the records stay until the file is private again", async (t) => {
   const path = await seeded(t);
   const { env, spoolDir } = stateHome(t);
   const spool = new SpoolFile(path, spoolDir);
@@ -99,6 +99,54 @@ test("a daemon never replays a spool others may write: it says so, and the recor
   await db.appendMessage("s", { role: "user", content: "served" });
   await waitUntil("the daemon to say why it does not replay", () => /spool .*cannot replay yet \(PERMISSION/.test(daemon.child.stderr));
   assert.deepEqual(contents(path), ["served"]);
+  await assert.rejects(spool.pending(), (e: SessionDBError) => e.code === "PERMISSION");
+  // Made private again by its owner: the change is seen, and the record replayed.
   chmodSync(spool.path, 0o600);
-  assert.equal((await spool.pending()).length, 1);
+  await waitUntil("the daemon to replay the file made private", () => spool.size() === 0);
+  assert.deepEqual(contents(path), ["planted?", "served"]); // by time: the record's is 1 s past the epoch
+});
+
+test("mode daemon with the daemon killed and none restarted: writes past their deadline are spooled, and the next daemon replays them on start", async (t) => {
+  const path = await seeded(t);
+  const { env, spoolDir } = stateHome(t);
+  const first = await startDaemon(t, path, { env });
+  const db = await first.open(t, { requestTimeoutMs: 1000, spool: { dir: spoolDir } });
+  await db.appendMessage("s", { role: "user", content: "before" });
+  await first.kill9();
+  for (const content of ["gone 0", "gone 1"]) {
+    const err = await db.appendMessage("s", { role: "user", content }).catch((e: unknown) => e);
+    assert.ok(err instanceof SpooledError, String(err));
+    assert.match(err.message, /\((UNAVAILABLE|TIMEOUT): /);
+  }
+  const spool = new SpoolFile(path, spoolDir);
+  assert.equal((await spool.pending()).length, 2);
+  await startDaemon(t, path, { env });
+  await waitUntil("the new daemon to replay the spool", () => spool.size() === 0);
+  assert.deepEqual(contents(path), ["before", "gone 0", "gone 1"]);
+  await db.appendMessage("s", { role: "user", content: "after" }); // the handle reconnects to the new daemon
+  assert.deepEqual(contents(path), ["before", "gone 0", "gone 1", "after"]);
+});
+
+test("auto mode: failing over to direct mode replays this user's spool first (spool option or not)", async (t) => {
+  const path = await seeded(t);
+  const { env, spoolDir } = stateHome(t);
+  // The handle's own default spool folder is the test's (restored after).
+  const saved = process.env.XDG_STATE_HOME;
+  process.env.XDG_STATE_HOME = env.XDG_STATE_HOME;
+  t.after(() => {
+    if (saved === undefined) delete process.env.XDG_STATE_HOME;
+    else process.env.XDG_STATE_HOME = saved;
+  });
+  const daemon = await startDaemon(t, path, { env });
+  const db = await openSessionDB({ path, socketPath: daemon.socketPath, mode: "auto" });
+  t.after(() => db.close());
+  await db.appendMessage("s", { role: "user", content: "before" });
+  await daemon.kill9();
+  // Records some other handle spooled while no daemon ran.
+  const spool = new SpoolFile(path, spoolDir);
+  await spool.append("other-1", "appendMessage", ["s", { role: "user", content: "spooled elsewhere" }], Date.now() / 1000);
+  await db.appendMessage("s", { role: "user", content: "after" });
+  assert.equal(db.mode, "direct");
+  assert.deepEqual(contents(path), ["before", "spooled elsewhere", "after"]);
+  assert.equal(spool.size(), 0);
 });
