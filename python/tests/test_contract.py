@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import uuid
 
 import pytest
 
 from conftest import engine_of, run_sql
 from sessiondb import (
-    ClosedError, ConstraintError, InvalidArgumentError, SessionDBError, TitleInUseError,
+    ClosedError, ConstraintError, IdempotencyConflictError, InvalidArgumentError, SessionDBError, TitleInUseError,
     TitleTooLongError,
 )
 
@@ -460,6 +461,35 @@ def test_arguments_the_reference_refuses_raise_its_classes_and_write_nothing(sto
     with pytest.raises(TypeError):
         store.prune_sessions(older_than_days="5")
     assert store.session_count() == 1 and store.message_count() == 0
+
+
+# -- idempotency keys (issue 25): the same key twice in every mode, a key reused with other arguments --
+# The shared daemon keeps its keys table across tests: each test's keys are its own (a uuid).
+
+def test_the_same_key_twice_is_one_write_and_the_first_result(store):
+    k = uuid.uuid4().hex
+    store.create_session("s", "cli", idempotency_key=f"{k}-create")
+    first = store.append_message("s", "user", "once", timestamp=1764970000.25, idempotency_key=f"{k}-m")
+    assert store.append_message("s", "user", "once", timestamp=1764970000.25, idempotency_key=f"{k}-m") == first
+    store.update_token_counts("s", input_tokens=5, estimated_cost_usd=0.5, idempotency_key=f"{k}-t")
+    store.update_token_counts("s", input_tokens=5, estimated_cost_usd=0.5, idempotency_key=f"{k}-t")
+    assert store.pop_message("s", idempotency_key=f"{k}-pop")["id"] == first
+    assert store.pop_message("s", idempotency_key=f"{k}-pop")["id"] == first, "the first result, nothing more popped"
+    session = store.get_session("s")
+    assert (session["message_count"], session["input_tokens"], session["estimated_cost_usd"]) == (0, 5, 0.5)
+
+
+def test_a_key_reused_with_other_arguments_is_idempotency_conflict_and_applies_nothing(store):
+    k = uuid.uuid4().hex
+    store.create_session("s", "cli")
+    first = store.append_message("s", "user", "one", idempotency_key=k)
+    for call in (lambda: store.append_message("s", "user", "two", idempotency_key=k),
+                 lambda: store.append_message("s", "user", "one", timestamp=1764970000.0, idempotency_key=k),
+                 lambda: store.end_session("s", "done", idempotency_key=k)):
+        with pytest.raises(IdempotencyConflictError):
+            call()
+    assert [m["id"] for m in store.get_messages("s")] == [first]
+    assert store.get_session("s")["ended_at"] is None
 
 
 # -- where the engines differ (docs/postgres.md "What differs from SQLite"; test/contract/engine-differences-contract.ts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -113,46 +114,87 @@ def test_keys_from_typescript_and_python_on_one_daemon(start_daemon, tmp: Path):
 
 
 WRITERS = 4
+TS_WRITERS = 2
+TS_PIPELINE = 4
 APPENDS = 60
 KILLS = 4
 
+# A TypeScript writer (mode daemon, the client's own keys and resends): APPENDS appends to its
+# session, TS_PIPELINE in flight at once; prints "ready" once connected, then
+# {"ids": {content: id}, "failed": [[content, code]]}.
+TS_WRITER = """
+import { openSessionDB } from %(index)s;
+const [path, session, count, pipeline] = process.argv.slice(1);
+const db = await openSessionDB({ path, mode: "daemon", autostart: false, requestTimeoutMs: 120000 });
+console.log("ready");
+const ids = {}, failed = [];
+let next = 0;
+await Promise.all(Array.from({ length: Number(pipeline) }, async () => {
+  while (next < Number(count)) {
+    const content = `${session} m${next++}`;
+    await db.appendMessage(session, { role: "user", content }).then((id) => { ids[content] = id; }, (err) => { failed.push([content, err.code ?? String(err)]); });
+  }
+}));
+await db.close();
+console.log(JSON.stringify({ ids, failed }));
+"""
 
-def test_kill_9_of_the_daemon_in_a_loop_under_python_writers_loses_and_doubles_nothing(start_daemon, tmp: Path):
+
+def test_kill_9_of_the_daemon_in_a_loop_under_python_and_typescript_writers_loses_and_doubles_nothing(start_daemon, tmp: Path):
     path = tmp / "state.db"
     daemon = start_daemon(path)
     with SessionDB(path, autostart=False) as setup:
         for w in range(WRITERS):
             setup.create_session(f"w{w}", "cli")
-    progress = threading.Condition()
-    done = [0] * WRITERS
+        for w in range(TS_WRITERS):
+            setup.create_session(f"ts{w}", "cli")
+    total = (WRITERS + TS_WRITERS) * APPENDS
     errors = []
+    py_ids = {}
 
     def write(w: int) -> None:
         # A generous deadline: the daemon is restarted within it however loaded the machine is.
         with SessionDB(path, autostart=False, timeout=120) as db:
             for i in range(APPENDS):
                 try:
-                    db.append_message(f"w{w}", "user", f"w{w} m{i}")
+                    py_ids[f"w{w} m{i}"] = db.append_message(f"w{w}", "user", f"w{w} m{i}")
                 except Exception as err:  # the test's point: no call fails
                     errors.append((w, i, err))
                     return
-                with progress:
-                    done[w] += 1
-                    progress.notify_all()
 
+    script = TS_WRITER % {"index": json.dumps(INDEX.as_uri())}
+    ts_writers = [subprocess.Popen(["node", "--input-type=module", "-e", script, str(path), f"ts{w}", str(APPENDS),
+                                    str(TS_PIPELINE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for w in range(TS_WRITERS)]
+    for writer in ts_writers:
+        assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
     threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]
     for thread in threads:
         thread.start()
-    for k in range(KILLS):
-        # Wait for a state (more appends made since the last kill), never for a time.
-        target = (k + 1) * APPENDS * WRITERS // (KILLS + 2)
-        with progress:
-            progress.wait_for(lambda: sum(done) >= target or errors or not any(t.is_alive() for t in threads))
-        daemon.kill()
-        daemon = start_daemon(path)
-    for thread in threads:
-        thread.join()
+    try:
+        for k in range(KILLS):
+            # Wait for a state (more appends in the file since the last kill), never for a time.
+            target = (k + 1) * total // (KILLS + 2)
+            while run_sql(path, "SELECT COUNT(*) FROM messages")[0][0] < target:
+                assert not errors, errors
+                assert any(t.is_alive() for t in threads) or any(p.poll() is None for p in ts_writers), "the writers stopped"
+                time.sleep(0.02)
+            daemon.kill()
+            daemon = start_daemon(path)
+    finally:
+        for thread in threads:
+            thread.join()
+        reports = [p.communicate(timeout=600) for p in ts_writers]
     assert errors == []
     for w in range(WRITERS):
-        rows = run_sql(path, "SELECT content FROM messages WHERE session_id = ? ORDER BY id", (f"w{w}",))
+        rows = run_sql(path, "SELECT content, id FROM messages WHERE session_id = ? ORDER BY id", (f"w{w}",))
         assert [r[0] for r in rows] == [f"w{w} m{i}" for i in range(APPENDS)]
+        assert all(py_ids[content] == id for content, id in rows), "each with the id its call was answered"
+    for w, (out, err) in enumerate(reports):
+        assert ts_writers[w].returncode == 0, err
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["failed"] == [], f"ts{w}: no call failed"
+        rows = run_sql(path, "SELECT content, id FROM messages WHERE session_id = ?", (f"ts{w}",))
+        assert sorted(r[0] for r in rows) == sorted(f"ts{w} m{i}" for i in range(APPENDS)), f"ts{w}: each append once"
+        assert {content: id for content, id in rows} == report["ids"], f"ts{w}: each with the id its call was answered"
+    assert run_sql(path, "SELECT COUNT(*) FROM messages")[0][0] == total

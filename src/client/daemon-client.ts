@@ -113,9 +113,14 @@ export class DaemonClient extends Store implements DaemonControl {
     this.hungUp = new Promise((resolve) => (hungUp = resolve));
     socket.on("close", () => {
       hungUp();
-      if (socket === this.#socket && this.#reconnecting === null && !this.#dormant) {
-        this.#connectionLost(new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied"));
-      }
+      if (socket !== this.#socket) return;
+      const lost = new SessionDBError("UNAVAILABLE", "the connection to the daemon was lost; a request in flight may or may not have been applied");
+      // Lost while a reconnect says hello on it (the daemon killed again): only the hello was sent
+      // on it, and it fails now, so the reconnect tries again. Left to its deadline it would wait
+      // on a sweep that holds no process alive: with nothing else to do the process would exit
+      // with the writes still waiting.
+      if (this.#reconnecting !== null) this.#pending.failSent(lost);
+      else if (!this.#dormant) this.#connectionLost(lost);
     });
     this.#socket = socket;
     this.#writer = new FrameWriter(socket);

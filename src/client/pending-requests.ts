@@ -146,6 +146,11 @@ export class PendingRequests {
     pending.reject(err);
   }
 
+  /** Gives up every request handed to the socket (its connection was lost) with this error. */
+  failSent(err: SessionDBError): void {
+    for (const [id, p] of [...this.#requests]) if (p.sent) this.fail(id, err);
+  }
+
   /** Gives up every request with this error. */
   failAll(err: SessionDBError): void {
     for (const id of [...this.#requests.keys()]) this.fail(id, err);
