@@ -15,11 +15,12 @@ from .autostart import IDLE_EXIT_S
 from .client import Attempts, Misses, PathLike, Target
 from .connection import CONNECT_WAIT_S, GRACE_S, MAX_BUFFERED_PAGES, Lost, NoDaemon, result_of, timeout_error
 from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
-from .idempotency import KEYED_OPS, Resends, write_key
-from .operations import READ, WRITE, Operations
+from .idempotency import Resends, write_key
+from .operations import Operations
 from .paths import check_socket_trust
 from .watch import watch_args
 from .aio_watch import AsyncWatch
+from .protocol_description import CONTROL, KEYED_OPS, OPERATION_KINDS, READ, WRITE
 from .protocol import HEADER, HELLO_ARGS, MAX_REPLY_FRAME_BYTES, check_hello, decode_body, hello_error, is_goodbye, optional, remaining_ms, request_frame
 
 _LOST = object()
@@ -275,9 +276,11 @@ class AsyncSessionDB(Operations):
                 self._connection = await self._open(deadline)
             return self._connection
 
-    async def _call(self, op: str, kind: str, args: List[Any], key: Optional[str] = None) -> Any:
+    async def _call(self, op: str, args: List[Any], key: Optional[str] = None) -> Any:
+        """As SessionDB's: the op's kind is protocol.json's."""
+        kind = OPERATION_KINDS.get(op, CONTROL)
         attempts = Attempts(self._target, op, kind)
-        if kind == WRITE and op in KEYED_OPS:
+        if op in KEYED_OPS:
             return await self._keyed_write(op, args, write_key(key), attempts.deadline)
         for _ in attempts:
             try:

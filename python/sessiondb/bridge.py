@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .file_connection import _abandoned, open_file_connection
 from .immediate_write import write_immediately
+from .protocol_description import LIMITS
 from .write_digest import DigestMismatch, keyed_write, write_digest
 
 SCHEMA_VERSION = 6
@@ -35,7 +36,7 @@ SCHEMA_VERSION = 6
 BUSY_TIMEOUT_S = 1.0
 # Longer strings go to the daemon, which checks them against its size limits.
 MAX_DIRECT_TEXT = 1_000_000
-MAX_NAME = 4096
+MAX_NAME: int = LIMITS["nameMaxLength"]
 # How long close() waits for the daemon's process to be spawned (not for it to answer).
 SPAWN_WAIT_S = 5.0
 

@@ -15,9 +15,9 @@ from .errors import (
     ClosedError, FilePermissionError, InvalidArgumentError, SessionDBError, UnavailableError, UntrustedSocketError,
 )
 from .file_connection import FileConnection
-from .idempotency import KEYED_OPS, Resends, write_key
+from .idempotency import Resends, write_key
 from .spool import REFUSED_CODES, SPOOLED_CODES, open_spool, replay_args, spool_write
-from .operations import READ, WRITE, Operations
+from .operations import Operations
 from .file_guard import daemon_holds, remove_stale_lock
 from .immediate_write import write_immediately
 from .paths import (
@@ -26,6 +26,7 @@ from .paths import (
 )
 from .pg_url import is_postgres_url, pg_password_env, url_without_secrets
 from .protocol import optional, unavailable_message
+from .protocol_description import CONTROL, KEYED_OPS, OPERATION_KINDS, READ, WRITE
 from .watch import DaemonWatch, FileWatch, Watch, Watches, watch_args
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -354,9 +355,11 @@ class SessionDB(Operations):
                 self._connection = self._target.connect(deadline)
             return self._connection
 
-    def _call(self, op: str, kind: str, args: List[Any], key: Optional[str] = None) -> Any:
+    def _call(self, op: str, args: List[Any], key: Optional[str] = None) -> Any:
+        """One call of ``op``: its kind (read, write with its key, control) is protocol.json's."""
+        kind = OPERATION_KINDS.get(op, CONTROL)
         attempts = Attempts(self._target, op, kind)
-        keyed = kind == WRITE and op in KEYED_OPS
+        keyed = op in KEYED_OPS
         if keyed:
             key = write_key(key)
         if self._bridge is not None:

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import DeadlineError, OutcomeUnknownError, SessionDBError, from_wire
 from .paths import check_socket_trust
+from .protocol_description import WRITE
 from .protocol import (
     HELLO_ARGS, FrameReader, check_hello, decode_body, hello_error, is_goodbye, remaining_ms, request_frame,
 )
@@ -23,8 +24,6 @@ CONNECT_WAIT_S = 5.0
 READ_BYTES = 256 * 1024
 # Export pages held for a slow consumer before the socket stops being read.
 MAX_BUFFERED_PAGES = 4
-
-WRITE = "write"
 
 
 class NoDaemon(Exception):

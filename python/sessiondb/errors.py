@@ -8,6 +8,8 @@ import json
 import sqlite3
 from typing import Any, Dict, Type
 
+from .protocol_description import ERROR_CODES
+
 
 class SessionDBError(Exception):
     """Every failure of the client: ``code`` is one of the stable codes of the protocol."""
@@ -162,6 +164,10 @@ _CLASSES: Dict[str, Type[SessionDBError]] = {
 }
 
 
+# The protocol's codes (protocol.json); _CLASSES gives each its class (a test checks it covers them).
+KNOWN_CODES = frozenset(ERROR_CODES)
+
+
 def make_error(code: str, message: str) -> SessionDBError:
     """The error of the right Python type for a code."""
     return _CLASSES.get(code, DaemonError)(code, message)
@@ -177,7 +183,7 @@ def from_wire(error: Any) -> SessionDBError:
     message = error.get("message")
     if not isinstance(message, str):
         message = "unknown error from the daemon"
-    if isinstance(code, str) and code in _CLASSES:
+    if isinstance(code, str) and code in KNOWN_CODES:
         return make_error(code, message)
     if "code" not in error:
         return make_error("INTERNAL", message)

@@ -11,19 +11,15 @@ import uuid
 from typing import Optional
 
 from .errors import InvalidArgumentError, OutcomeUnknownError, SessionDBError
+from .protocol_description import LIMITS
 
-MAX_KEY_LENGTH = 256
+MAX_KEY_LENGTH = LIMITS["idempotencyKeyMaxLength"]
 # The pause between two sends of a keyed write grows from the first to the last, with jitter.
 FIRST_PAUSE_S = 0.02
 LAST_PAUSE_S = 0.5
 # Codes after which a keyed write is sent again: it may or may not have been applied, or no
 # daemon took it yet.
 RESENT_CODES = frozenset({"OUTCOME_UNKNOWN", "UNAVAILABLE"})
-# The data writes of Operations: the ops a key goes with (a control op such as shutdown takes none).
-KEYED_OPS = frozenset({
-    "createSession", "endSession", "reopenSession", "updateSystemPrompt", "updateTokenCounts", "ensureSession",
-    "setSessionTitle", "appendMessage", "clearMessages", "popMessage", "deleteSession", "pruneSessions",
-})
 
 
 def write_key(key: Optional[str]) -> str:

@@ -10,11 +10,7 @@ import math
 from .errors import ConstraintError, InvalidArgumentError
 from .protocol import optional, with_json
 from .reference_args import addend, integer, limit as limit_arg, number, offset as offset_arg, text, text_list
-from .text import contains_cjk, sanitize_fts5_query, sanitize_title
-
-READ = "read"
-WRITE = "write"
-
+from .text import MAX_TITLE_LENGTH, contains_cjk, sanitize_fts5_query, sanitize_title
 
 def not_null(column: str) -> ConstraintError:
     """What SQLite tells the reference when it inserts NULL into a NOT NULL column."""
@@ -53,8 +49,9 @@ def bound_counts(usage: dict) -> dict:
 
 
 class Operations:
-    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, kind, args, key=None)``
-    (``key``: a write's ``idempotency_key``, see idempotency.py) and
+    """Mixed into SessionDB and AsyncSessionDB, which provide ``_call(op, args, key=None)``
+    (the op's kind, read or write, is protocol.json's; ``key``: a write's ``idempotency_key``,
+    see idempotency.py) and
     ``_result(value)`` (a result known without asking the daemon, as ``_call`` returns one).
 
     Arguments go through the reference's rules first (reference_args): what sqlite3 would bind
@@ -75,24 +72,24 @@ class Operations:
                         userId=text(user_id, "user_id"), parentSessionId=text(parent_session_id, "parent_session_id"))
         with_json(opts, "modelConfig", model_config)
         # The reference returns the id it was given (an int stays an int).
-        return self._then(self._call("createSession", WRITE, [text(session_id, "session_id"), text(source, "source"), opts],
+        return self._then(self._call("createSession", [text(session_id, "session_id"), text(source, "source"), opts],
                                      idempotency_key),
                           session_id)
 
     def end_session(self, session_id: str, end_reason: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("endSession", WRITE, [text(session_id, "session_id"), text(end_reason, "end_reason")], idempotency_key)
+        return self._call("endSession", [text(session_id, "session_id"), text(end_reason, "end_reason")], idempotency_key)
 
     def reopen_session(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("reopenSession", WRITE, [text(session_id, "session_id")], idempotency_key)
+        return self._call("reopenSession", [text(session_id, "session_id")], idempotency_key)
 
     def update_system_prompt(self, session_id: str, system_prompt: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("updateSystemPrompt", WRITE, [text(session_id, "session_id"), text(system_prompt, "system_prompt")], idempotency_key)
+        return self._call("updateSystemPrompt", [text(session_id, "session_id"), text(system_prompt, "system_prompt")], idempotency_key)
 
     def update_token_counts(self, session_id: str, input_tokens: Optional[int] = 0,
                             output_tokens: Optional[int] = 0, model: Optional[str] = None,
@@ -122,7 +119,7 @@ class Operations:
         }
         if session_id is None:
             return self._result(None)
-        return self._call("updateTokenCounts", WRITE,
+        return self._call("updateTokenCounts",
                           [text(session_id, "session_id"), bound_counts(usage), {"absolute": bool(absolute)}],
                           idempotency_key)
 
@@ -131,22 +128,22 @@ class Operations:
             raise no_session_id()
         if source is None:
             raise not_null("sessions.source")
-        return self._call("ensureSession", WRITE, [text(session_id, "session_id"), text(source, "source"), text(model, "model")], idempotency_key)
+        return self._call("ensureSession", [text(session_id, "session_id"), text(source, "source"), text(model, "model")], idempotency_key)
 
     def get_session(self, session_id: str) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("getSession", READ, [text(session_id, "session_id")])
+        return self._call("getSession", [text(session_id, "session_id")])
 
     def resolve_session_id(self, session_id_or_prefix: str) -> Any:
         if session_id_or_prefix is None:
             # The reference: get_session(None) finds nothing, then None.replace(...).
             raise AttributeError("'NoneType' object has no attribute 'replace'")
-        return self._call("resolveSessionId", READ, [text(session_id_or_prefix, "session_id_or_prefix")])
+        return self._call("resolveSessionId", [text(session_id_or_prefix, "session_id_or_prefix")])
 
     # -- titles -----------------------------------------------------------------------------
 
-    MAX_TITLE_LENGTH = 100
+    MAX_TITLE_LENGTH = MAX_TITLE_LENGTH
     sanitize_title = staticmethod(sanitize_title)
 
     def set_session_title(self, session_id: str, title: Optional[str], *, idempotency_key: Optional[str] = None) -> Any:
@@ -155,30 +152,30 @@ class Operations:
         sanitize_title(title)
         if session_id is None:
             return self._result(False)
-        return self._call("setSessionTitle", WRITE, [text(session_id, "session_id"), title if title else None], idempotency_key)
+        return self._call("setSessionTitle", [text(session_id, "session_id"), title if title else None], idempotency_key)
 
     def get_session_title(self, session_id: str) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("getSessionTitle", READ, [text(session_id, "session_id")])
+        return self._call("getSessionTitle", [text(session_id, "session_id")])
 
     def get_session_by_title(self, title: str) -> Any:
         if title is None:
             return self._result(None)
-        return self._call("getSessionByTitle", READ, [text(title, "title")])
+        return self._call("getSessionByTitle", [text(title, "title")])
 
     def resolve_session_by_title(self, title: str) -> Any:
-        return self._call("resolveSessionByTitle", READ, [text(title, "title")])
+        return self._call("resolveSessionByTitle", [text(title, "title")])
 
     def get_next_title_in_lineage(self, base_title: str) -> Any:
-        return self._call("getNextTitleInLineage", READ, [text(base_title, "base_title")])
+        return self._call("getNextTitleInLineage", [text(base_title, "base_title")])
 
     # -- listing ----------------------------------------------------------------------------
 
     def get_compression_tip(self, session_id: str) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("getCompressionTip", READ, [text(session_id, "session_id")])
+        return self._call("getCompressionTip", [text(session_id, "session_id")])
 
     def list_sessions_rich(self, source: Optional[str] = None, exclude_sources: Optional[list] = None,
                            limit: int = 20, offset: int = 0, include_children: bool = False,
@@ -187,7 +184,7 @@ class Operations:
                         excludeSources=text_list(exclude_sources, "exclude_sources"),
                         limit=limit_arg(limit, "limit"), offset=offset_arg(offset, "offset"),
                         includeChildren=bool(include_children), projectCompressionTips=bool(project_compression_tips))
-        return self._call("listSessionsRich", READ, [opts])
+        return self._call("listSessionsRich", [opts])
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -213,17 +210,17 @@ class Operations:
         with_json(msg, "toolCalls", tool_calls)
         with_json(msg, "reasoningDetails", reasoning_details)
         with_json(msg, "codexReasoningItems", codex_reasoning_items)
-        return self._call("appendMessage", WRITE, [text(session_id, "session_id"), msg], idempotency_key)
+        return self._call("appendMessage", [text(session_id, "session_id"), msg], idempotency_key)
 
     def get_messages(self, session_id: str) -> Any:
         if session_id is None:
             return self._result([])
-        return self._call("getMessages", READ, [text(session_id, "session_id")])
+        return self._call("getMessages", [text(session_id, "session_id")])
 
     def get_messages_as_conversation(self, session_id: str) -> Any:
         if session_id is None:
             return self._result([])
-        return self._call("getMessagesAsConversation", READ, [text(session_id, "session_id")])
+        return self._call("getMessagesAsConversation", [text(session_id, "session_id")])
 
     # -- search -----------------------------------------------------------------------------
 
@@ -240,45 +237,45 @@ class Operations:
                         excludeSources=text_list(exclude_sources, "exclude_sources"),
                         roleFilter=text_list(role_filter, "role_filter"),
                         limit=limit_arg(limit, "limit"), offset=offset_arg(offset, "offset"))
-        return self._call("searchMessages", READ, [text(query, "query"), opts])
+        return self._call("searchMessages", [text(query, "query"), opts])
 
     def search_sessions(self, source: Optional[str] = None, limit: int = 20, offset: int = 0) -> Any:
         opts = optional(source=text(source, "source") if source else None, limit=limit_arg(limit, "limit"),
                         offset=offset_arg(offset, "offset"))
-        return self._call("searchSessions", READ, [opts])
+        return self._call("searchSessions", [opts])
 
     # The reference's counts filter only on a truthy argument (``if source:``).
     def session_count(self, source: Optional[str] = None) -> Any:
-        return self._call("sessionCount", READ, [optional(source=text(source, "source") if source else None)])
+        return self._call("sessionCount", [optional(source=text(source, "source") if source else None)])
 
     def message_count(self, session_id: Optional[str] = None) -> Any:
-        return self._call("messageCount", READ, [optional(sessionId=text(session_id, "session_id") if session_id else None)])
+        return self._call("messageCount", [optional(sessionId=text(session_id, "session_id") if session_id else None)])
 
     # -- export and removal -----------------------------------------------------------------
 
     def export_session(self, session_id: str) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("exportSession", READ, [text(session_id, "session_id")])
+        return self._call("exportSession", [text(session_id, "session_id")])
 
     def clear_messages(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(None)
-        return self._call("clearMessages", WRITE, [text(session_id, "session_id")], idempotency_key)
+        return self._call("clearMessages", [text(session_id, "session_id")], idempotency_key)
 
     def pop_message(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         """Not in the reference: removes the session's newest message and returns it (as
         ``get_messages`` shows it), or None when it has none; the counters follow. One write."""
-        return self._call("popMessage", WRITE, [session_id], idempotency_key)
+        return self._call("popMessage", [session_id], idempotency_key)
 
     def delete_session(self, session_id: str, *, idempotency_key: Optional[str] = None) -> Any:
         if session_id is None:
             return self._result(False)
-        return self._call("deleteSession", WRITE, [text(session_id, "session_id")], idempotency_key)
+        return self._call("deleteSession", [text(session_id, "session_id")], idempotency_key)
 
     def prune_sessions(self, older_than_days: float = 90, source: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Any:
         # The reference computes ``time.time() - older_than_days * 86400`` in Python first, so
         # what that arithmetic refuses raises its TypeError here too.
         0.0 - older_than_days * 86400
         opts = optional(olderThanDays=float(older_than_days), source=text(source, "source") if source else None)
-        return self._call("pruneSessions", WRITE, [opts], idempotency_key)
+        return self._call("pruneSessions", [opts], idempotency_key)

@@ -1,4 +1,5 @@
-"""The wire protocol, version 1 (SPEC 6): 4-byte big-endian length, then one MessagePack value."""
+"""The wire protocol (docs/protocol.md §3): a 4-byte big-endian length, then one MessagePack
+value; its version and limits are protocol.json's (protocol_description.py)."""
 from __future__ import annotations
 
 import json
@@ -10,13 +11,14 @@ import msgpack
 
 from .errors import InvalidArgumentError, SessionDBError, UnavailableError, make_error
 from .paths import same_file
+from .protocol_description import FRAME, PROTOCOL_VERSION
 
-PROTOCOL_VERSION = 1
+# The length prefix: 4 bytes, big-endian (FRAME's headerBytes and byteOrder; a test checks them).
 HEADER = struct.Struct(">I")
 # The daemon's default limit for a request frame.
-MAX_REQUEST_FRAME_BYTES = 16 * 1024 * 1024
+MAX_REQUEST_FRAME_BYTES: int = FRAME["maxFrameBytes"]
 # Replies come from our own daemon: large results (an exported session) are allowed.
-MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024
+MAX_REPLY_FRAME_BYTES: int = FRAME["maxReplyFrameBytes"]
 
 
 def request_frame(request_id: int, op: str, args: List[Any], timeout_ms: Optional[int], key: Optional[str] = None) -> bytes:

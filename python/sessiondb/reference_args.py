@@ -13,6 +13,7 @@ import threading
 from typing import Any, Dict, Optional, Type
 
 from .errors import InvalidArgumentError
+from .protocol_description import LIMITS
 
 _PLAIN = (str, int, float)
 _memory_lock = threading.Lock()
@@ -113,9 +114,8 @@ def text_list(values: Any, name: str) -> Any:
     return [text(v, f"{name}[{i}]") for i, v in enumerate(values)]
 
 
-# The daemon's largest page (src/operations/args.ts MAX_LIMIT): SQLite's LIMIT -1 ("no limit") is
-# sent as this.
-MAX_LIMIT = 100_000
+# The daemon's largest page (protocol.json's limitMax): SQLite's LIMIT -1 ("no limit") is sent as this.
+MAX_LIMIT: int = LIMITS["limitMax"]
 
 
 def _whole(value: Any, name: str) -> Any:

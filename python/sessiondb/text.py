@@ -6,8 +6,9 @@ import re
 from typing import List, Optional
 
 from .errors import TitleTooLongError
+from .protocol_description import LIMITS
 
-MAX_TITLE_LENGTH = 100
+MAX_TITLE_LENGTH: int = LIMITS["titleMaxLength"]
 
 # JavaScript's \s (which the TypeScript side uses) plus NEL (U+0085). Python's own \s also
 # matches U+001C-001F, so the class is spelled out.

@@ -205,7 +205,7 @@ def wait_for_uptime(db, seconds: float) -> None:
     """Waits until the daemon serving ``db`` (a sync handle whose connection stays open) has been
     up ``seconds`` by its own clock: a spell it timed from its start has then passed on its side,
     however late this process's own sleeps run."""
-    wait_until(f"the daemon up {seconds} s", lambda: db._call("stats", "read", [])["uptimeS"] >= seconds)
+    wait_until(f"the daemon up {seconds} s", lambda: db._call("stats", [])["uptimeS"] >= seconds)
 
 
 def pg_literal(value: object) -> str:

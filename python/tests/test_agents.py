@@ -174,5 +174,5 @@ def test_the_session_opens_its_own_database_and_autostarts_the_daemon(tmp: Path,
         assert run(session.get_items()) == ITEMS[:1]
     finally:
         with SessionDB(tmp / "state.db", autostart=False) as db:
-            db._call("shutdown", "read", [])
+            db._call("shutdown", [])
         session.close()

@@ -49,7 +49,7 @@ def test_tasks_pipeline_over_one_connection(daemon: Daemon):
             flat = [i for per_task in ids for i in per_task]
             assert len(set(flat)) == 1600
             assert await db.message_count() == 1600
-            stats = await db._call("stats", "read", [])
+            stats = await db._call("stats", [])
             assert stats["writer"]["maxBatchSize"] > 1
             assert stats["clients"] == 1
 

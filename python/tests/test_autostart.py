@@ -53,7 +53,7 @@ def stop_daemon(db: "Path | str") -> None:
     pids = daemon_pids(db)
     try:
         with SessionDB(db, autostart=False) as handle:
-            handle._call("shutdown", "write", [])
+            handle._call("shutdown", [])
     except UnavailableError:
         pass
     for pid in pids:
@@ -90,7 +90,7 @@ def test_eight_processes_racing_on_a_fresh_file_end_with_one_daemon_all_connecte
         assert daemon_pids(autostarted) == list(pids)
         with SessionDB(autostarted, autostart=False) as db:
             assert db.session_count() == 8
-            assert db._call("stats", "read", [])["clients"] == 9  # the eight racers and us
+            assert db._call("stats", [])["clients"] == 9  # the eight racers and us
     finally:
         for racer in racers:
             racer.stdin.write("done\n")

@@ -42,7 +42,7 @@ def test_16_threads_append_500_each_through_one_instance_and_the_daemon_batches_
     for t in range(THREADS):
         assert db.get_session(f"t{t}")["message_count"] == APPENDS
         assert ids[t] == sorted(ids[t])  # one thread's appends commit in its order
-    stats = db._call("stats", "read", [])
+    stats = db._call("stats", [])
     assert stats["writer"]["maxBatchSize"] > 1
 
 

@@ -19,7 +19,7 @@ def fill(db: SessionDB, sessions: int = SESSIONS, size: int = 4000) -> None:
 
 
 def pages_read(db: SessionDB) -> int:
-    return db._call("stats", "read", [])["readers"]["completed"]
+    return db._call("stats", [])["readers"]["completed"]
 
 
 def test_the_daemon_stops_producing_pages_while_the_consumer_stalls(db: SessionDB):

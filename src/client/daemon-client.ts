@@ -29,10 +29,9 @@ import { chunkStream } from "./chunk-stream.js";
 import { connectSocket, servesThis, unavailable } from "./connect-socket.js";
 import { notSent, PendingRequests, type PendingRequest } from "./pending-requests.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
+import { MAX_REPLY_FRAME_BYTES } from "../protocol/frame-limits.js";
 import { argsForWire } from "./wire-args.js";
 
-/** Replies come from our own daemon: large results (an exported session) are allowed. */
-const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
 /** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
  *  TIMEOUT (which guarantees the write was not applied) normally arrives first. */
 const LOCAL_GRACE_MS = 2000;

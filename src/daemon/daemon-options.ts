@@ -6,7 +6,9 @@ import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
 import { daemonLog, type DaemonLog } from "./daemon-log.js";
 import { parseMetricsAddress, type MetricsAddress } from "./metrics-server.js";
-import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frame-limits.js";
+import {
+  DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_REPLY_BUFFER_BYTES, DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION,
+} from "../protocol/frame-limits.js";
 import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
 
 export interface DaemonOptions {
@@ -129,10 +131,10 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     idleCheckpointMs: positive(options.idleCheckpointMs, "idleCheckpointMs", 200),
     keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
     readerBusyTimeoutMs: positive(options.readerBusyTimeoutMs, "readerBusyTimeoutMs", 5000),
-    maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", 8 * 1024 * 1024)),
+    maxReplyBufferBytes: Math.floor(positive(options.maxReplyBufferBytes, "maxReplyBufferBytes", DEFAULT_MAX_REPLY_BUFFER_BYTES)),
     maxFrameBytes: Math.floor(positive(options.maxFrameBytes, "maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)),
-    maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", 256)),
-    maxRequestBytesPerConnection: Math.floor(positive(options.maxRequestBytesPerConnection, "maxRequestBytesPerConnection", 16 * 1024 * 1024)),
+    maxInFlightPerConnection: Math.floor(positive(options.maxInFlightPerConnection, "maxInFlightPerConnection", DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION)),
+    maxRequestBytesPerConnection: Math.floor(positive(options.maxRequestBytesPerConnection, "maxRequestBytesPerConnection", DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION)),
     maxRequestBytesTotal: Math.floor(positive(options.maxRequestBytesTotal, "maxRequestBytesTotal", 128 * 1024 * 1024)),
     frameTimeoutMs: positive(options.frameTimeoutMs, "frameTimeoutMs", 30_000),
     idleConnectionTimeoutMs: positive(options.idleConnectionTimeoutMs, "idleConnectionTimeoutMs", 600_000),

@@ -5,8 +5,11 @@ export type * from "../daemon-control.js";
 
 export const WRITER_CRASH_POINTS: readonly WriterCrashPoint[] = ["now", "afterCommit"];
 
+/** The control ops for the test suites, refused unless the daemon runs with SESSIONDB_FAULT_INJECTION=1. */
+export const FAULT_OPS = ["faultCrashWriter", "faultCrashReader", "faultMaxPageCount"] as const satisfies readonly ControlOp[];
+
 export const CONTROL_OPS = [
-  "hello", "ping", "stats", "health", "shutdown", "backup", "check", "optimize", "faultCrashWriter", "faultCrashReader", "faultMaxPageCount",
+  "hello", "ping", "stats", "health", "shutdown", "backup", "check", "optimize", ...FAULT_OPS,
 ] as const satisfies readonly ControlOp[];
 
 export function isControlOp(op: unknown): op is ControlOp {

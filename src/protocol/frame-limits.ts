@@ -15,3 +15,12 @@ export const MAX_DEPTH = 64;
 export const MAX_ELEMENTS = 1_000_000;
 /** The length prefix of every frame, in bytes. */
 export const HEADER_BYTES = 4;
+/**
+ * The largest reply frame a client takes. Replies come from the user's own daemon, so large
+ * results (an exported session) are allowed; past this a reply is a PROTOCOL error.
+ */
+export const MAX_REPLY_FRAME_BYTES = 1024 * 1024 * 1024;
+/** The daemon's defaults for one connection (options of `serve`): past any, it stops reading that connection until it catches up. */
+export const DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION = 256;
+export const DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION = 16 * 1024 * 1024;
+export const DEFAULT_MAX_REPLY_BUFFER_BYTES = 8 * 1024 * 1024;

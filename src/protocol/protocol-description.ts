@@ -1,0 +1,147 @@
+/**
+ * The protocol in one machine-readable value: every op (the catalogue's, the wire's own and the
+ * control ops) with what a client needs to know of it, the error codes, the frame and argument
+ * limits, and the protocol version. `npm run build` writes it as docs/protocol.json and
+ * python/sessiondb/protocol.json (write-protocol-json.ts), which the Python client reads its
+ * operation kinds, codes and limits from; clients in other languages can read it too.
+ */
+import { ERROR_CODES, type ErrorCode } from "../errors.js";
+import { OPERATIONS, WIRE_ONLY_OPS, type OpKind } from "../operation-catalogue.js";
+import { MAX_FILTER_ENTRIES, MAX_LIMIT, MAX_NAME_LENGTH, MAX_TEXT_BYTES } from "../operations/args.js";
+import { MAX_KEY_LENGTH } from "../operations/idempotency-keys.js";
+import { MAX_TITLE_LENGTH } from "../operations/title-sanitizer.js";
+import { CONTROL_OPS, FAULT_OPS } from "./control.js";
+import {
+  DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_REPLY_BUFFER_BYTES, DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION,
+  HEADER_BYTES, MAX_DEPTH, MAX_ELEMENTS, MAX_REPLY_FRAME_BYTES,
+} from "./frame-limits.js";
+import { PROTOCOL_VERSION } from "./messages.js";
+
+/** One op as docs/protocol.md §6 describes it, in the terms a client acts on. */
+export interface OpDescription {
+  readonly name: string;
+  /** `read`: changes nothing; `write`: changes the file (a keyed write, §7.1); `control`: the daemon's own (§6). */
+  readonly kind: "read" | "write" | "control";
+  /** Answered by chunks before its final reply (§4): `exportAll`, and `watch` for as long as it lives. */
+  readonly streamed: boolean;
+  /** A subscription to the change feed (`watch`) or its end (`unwatch`). */
+  readonly subscription: boolean;
+  /** Its most arguments (a write's key travels beside them, not among them); null for control ops. */
+  readonly maxArgs: number | null;
+  /** Takes an `idempotencyKey` (the writes). */
+  readonly keyed: boolean;
+  /** A read whose cost grows with the data: the daemon runs these on fewer threads than the point reads. */
+  readonly slow: boolean;
+  /** A write that can delete messages. */
+  readonly deletesMessages: boolean;
+  /** Fields of its arguments stored as JSON text (sent as plain JSON data, or as that text in `<field>Json`). */
+  readonly jsonFields: readonly string[];
+  /** A control op for the test suites, refused unless the daemon runs with SESSIONDB_FAULT_INJECTION=1. */
+  readonly testOnly: boolean;
+}
+
+export interface ProtocolDescription {
+  readonly $comment: string;
+  readonly protocol: number;
+  readonly frame: {
+    readonly headerBytes: number;
+    readonly byteOrder: "big-endian";
+    readonly encoding: "MessagePack";
+    readonly maxFrameBytes: number;
+    readonly maxReplyFrameBytes: number;
+    readonly maxDepth: number;
+    readonly maxElements: number;
+  };
+  readonly connection: {
+    readonly maxInFlight: number;
+    readonly maxRequestBytes: number;
+    readonly maxReplyBufferBytes: number;
+  };
+  readonly limits: {
+    readonly idempotencyKeyMaxLength: number;
+    readonly nameMaxLength: number;
+    readonly textMaxBytes: number;
+    readonly filterMaxEntries: number;
+    readonly limitMax: number;
+    readonly titleMaxLength: number;
+  };
+  readonly errorCodes: readonly ErrorCode[];
+  readonly operations: readonly OpDescription[];
+}
+
+/** An op's description, its fields always in the same order (the files' diffs stay small). */
+function describe(name: string, kind: OpDescription["kind"], facts: Partial<Omit<OpDescription, "name" | "kind">>): OpDescription {
+  return {
+    name,
+    kind,
+    streamed: facts.streamed ?? false,
+    subscription: facts.subscription ?? false,
+    maxArgs: facts.maxArgs ?? null,
+    keyed: facts.keyed ?? false,
+    slow: facts.slow ?? false,
+    deletesMessages: facts.deletesMessages ?? false,
+    jsonFields: facts.jsonFields ?? [],
+    testOnly: facts.testOnly ?? false,
+  };
+}
+
+/** `read` on the wire: changes nothing (a streamed read and a subscription included). */
+function kindOnTheWire(kind: OpKind): "read" | "write" {
+  return kind === "write" ? "write" : "read";
+}
+
+export function protocolDescription(): ProtocolDescription {
+  const catalogue = Object.entries(OPERATIONS).map(([name, facts]) =>
+    describe(name, kindOnTheWire(facts.kind), {
+      streamed: facts.kind === "stream" || facts.kind === "watch",
+      subscription: facts.kind === "watch",
+      maxArgs: facts.maxArgs,
+      keyed: facts.kind === "write",
+      slow: facts.slow,
+      deletesMessages: facts.deletesMessages,
+      jsonFields: facts.jsonFields,
+    }),
+  );
+  const wireOnly = Object.entries(WIRE_ONLY_OPS).map(([name, facts]) =>
+    describe(name, kindOnTheWire(facts.kind), { subscription: facts.kind === "watch", maxArgs: facts.maxArgs }),
+  );
+  const control = CONTROL_OPS.map((name) => describe(name, "control", { testOnly: (FAULT_OPS as readonly string[]).includes(name) }));
+  return {
+    $comment: "Generated by `npm run build` (src/protocol/protocol-description.ts); do not edit. Described in docs/protocol.md.",
+    protocol: PROTOCOL_VERSION,
+    frame: {
+      headerBytes: HEADER_BYTES,
+      byteOrder: "big-endian",
+      encoding: "MessagePack",
+      maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+      maxReplyFrameBytes: MAX_REPLY_FRAME_BYTES,
+      maxDepth: MAX_DEPTH,
+      maxElements: MAX_ELEMENTS,
+    },
+    connection: {
+      maxInFlight: DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION,
+      maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION,
+      maxReplyBufferBytes: DEFAULT_MAX_REPLY_BUFFER_BYTES,
+    },
+    limits: {
+      idempotencyKeyMaxLength: MAX_KEY_LENGTH,
+      nameMaxLength: MAX_NAME_LENGTH,
+      textMaxBytes: MAX_TEXT_BYTES,
+      filterMaxEntries: MAX_FILTER_ENTRIES,
+      limitMax: MAX_LIMIT,
+      titleMaxLength: MAX_TITLE_LENGTH,
+    },
+    errorCodes: ERROR_CODES,
+    operations: [...catalogue, ...wireOnly, ...control],
+  };
+}
+
+/** The description as the files hold it: two-space JSON, one op per line, a final newline. */
+export function protocolJsonText(): string {
+  const ops = protocolDescription().operations.map((op) => `    ${JSON.stringify(op)}`).join(",\n");
+  const text = JSON.stringify({ ...protocolDescription(), operations: "@OPS@" }, null, 2);
+  return `${text.replace('"@OPS@"', `[\n${ops}\n  ]`)}\n`;
+}
+
+/** Where the build writes it, from the repository's root. */
+export const PROTOCOL_JSON_PATHS = ["docs/protocol.json", "python/sessiondb/protocol.json"] as const;
