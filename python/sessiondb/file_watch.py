@@ -6,7 +6,7 @@ the cursor and the watched sessions' rows, and the rows' differences from the la
 session events. Every writer is seen: the daemon, direct mode, the reference's own sqlite3.
 
 Within one poll the events come as commits would have ordered them: sessions created, then the
-new messages by id, then the other changes, then sessions deleted."""
+new messages by id, then the other changes (as the TypeScript side's direct mode gives them)."""
 from __future__ import annotations
 
 import sqlite3
@@ -19,32 +19,37 @@ POLL_S = 0.05
 # Messages read per statement while catching up (a long replay goes in pages).
 PAGE = 500
 
-_I = {name: i for i, name in enumerate(SESSION_COLUMNS)}
-TOKEN_FIELDS = tuple(_I[c] for c in (
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-    "estimated_cost_usd", "actual_cost_usd", "cost_status", "cost_source", "pricing_version",
-    "billing_provider", "billing_base_url", "billing_mode", "model"))
+# A session's mutable columns in a compact comparable form (the TypeScript side's marks,
+# src/sqlite/change-reader.ts): a system prompt by its length and ends, not a copy of it.
+MARK_SELECT = """SELECT id, source, ended_at, title,
+  quote(input_tokens) || ',' || quote(output_tokens) || ',' || quote(cache_read_tokens) || ',' || quote(cache_write_tokens)
+    || ',' || quote(reasoning_tokens) || ',' || quote(estimated_cost_usd) || ',' || quote(actual_cost_usd) || ',' || quote(model)
+    || ',' || quote(billing_provider) || ',' || quote(billing_base_url) || ',' || quote(billing_mode) || ',' || quote(cost_status)
+    || ',' || quote(cost_source) || ',' || quote(pricing_version),
+  ifnull(length(system_prompt) || ':' || quote(substr(system_prompt, 1, 32)) || quote(substr(system_prompt, -32)), 'null'),
+  message_count, tool_call_count FROM sessions"""
+# Positions in a mark.
+ENDED, TITLE, TOKENS, PROMPT, MESSAGES, TOOL_CALLS = 2, 3, 4, 5, 6, 7
 
 
 def session_changes(old: Optional[Tuple[Any, ...]], new: Optional[Tuple[Any, ...]]) -> List[str]:
-    """What changed between two reads of one session row, in a fixed order (none for a message
-    appended or popped: its count moves, the message events tell the rest)."""
+    """What changed between two marks of one session, in the order every mode names them
+    (src/operations/session-changes.ts); none for a message appended (its own event tells it)."""
     if old is None:
         return [] if new is None else ["created"]
     if new is None:
         return ["deleted"]
     changes = []
-    ended, was_ended = new[_I["ended_at"]], old[_I["ended_at"]]
-    if ended != was_ended:
-        changes.append("reopened" if ended is None else "ended")
-    if new[_I["title"]] != old[_I["title"]]:
-        changes.append("titled")
-    if any(new[i] != old[i] for i in TOKEN_FIELDS):
-        changes.append("tokens")
-    if new[_I["system_prompt"]] != old[_I["system_prompt"]]:
-        changes.append("system_prompt")
-    if new[_I["message_count"]] == 0 and old[_I["message_count"]] != 0:
+    if new[MESSAGES] < old[MESSAGES] or new[TOOL_CALLS] < old[TOOL_CALLS]:
         changes.append("cleared")
+    if new[PROMPT] != old[PROMPT]:
+        changes.append("system_prompt")
+    if new[TITLE] != old[TITLE]:
+        changes.append("titled")
+    if new[TOKENS] != old[TOKENS]:
+        changes.append("tokens")
+    if new[ENDED] != old[ENDED]:
+        changes.append("reopened" if new[ENDED] is None else "ended")
     return changes
 
 
@@ -56,9 +61,9 @@ def message_row(row: Tuple[Any, ...]) -> Dict[str, Any]:
     return message
 
 
-def session_event(change: str, session_id: str, row: Optional[Tuple[Any, ...]]) -> Dict[str, Any]:
-    return {"type": "session", "change": change, "session_id": session_id,
-            "session": None if row is None else dict(zip(SESSION_COLUMNS, row))}
+def session_row(conn: sqlite3.Connection, session_id: str) -> Optional[Dict[str, Any]]:
+    row = conn.execute(f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else dict(zip(SESSION_COLUMNS, tuple(row)))
 
 
 class FilePoll:
@@ -76,7 +81,6 @@ class FilePoll:
         self._version: Optional[int] = None
         self._sessions: Dict[str, Tuple[Any, ...]] = {}
         self._lock = threading.Lock()
-        self._closed = False
 
     def open(self) -> List[Dict[str, Any]]:
         with self._lock:
@@ -110,22 +114,24 @@ class FilePoll:
         try:
             if self._cursor is None:
                 self._cursor = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
-            messages = self._messages(conn)
-            sessions = self._read_sessions(conn)
+            marks = self._marks(conn)
+            if first:
+                self._sessions = marks
+                return self._messages(conn)  # session events are live only
+            created: List[Dict[str, Any]] = []
+            changed: List[Dict[str, Any]] = []
+            old, self._sessions = self._sessions, marks
+            for session_id in [*marks, *(k for k in old if k not in marks)]:
+                changes = session_changes(old.get(session_id), marks.get(session_id))
+                if not changes:
+                    continue
+                row = session_row(conn, session_id) if session_id in marks else None
+                for change in changes:
+                    event = {"type": "session", "change": change, "session_id": session_id, "session": row}
+                    (created if change == "created" else changed).append(event)
+            return created + self._messages(conn) + changed
         finally:
             conn.execute("COMMIT")
-        old, self._sessions = self._sessions, sessions
-        if first:
-            return messages  # session events are live only
-        created: List[Dict[str, Any]] = []
-        changed: List[Dict[str, Any]] = []
-        deleted: List[Dict[str, Any]] = []
-        for session_id, row in sessions.items():
-            for change in session_changes(old.get(session_id), row):
-                (created if change == "created" else changed).append(session_event(change, session_id, row))
-        for session_id in old.keys() - sessions.keys():
-            deleted.append(session_event("deleted", session_id, None))
-        return created + messages + changed + deleted
 
     def _scope(self, column: str) -> Tuple[str, List[Any]]:
         """The subscription's filter on a session id ``column``: one session, one source, or all."""
@@ -151,7 +157,6 @@ class FilePoll:
             if len(rows) < PAGE:
                 return out
 
-    def _read_sessions(self, conn: sqlite3.Connection) -> Dict[str, Tuple[Any, ...]]:
+    def _marks(self, conn: sqlite3.Connection) -> Dict[str, Tuple[Any, ...]]:
         where, params = self._scope("id")
-        rows = conn.execute(f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE 1{where}", params).fetchall()
-        return {row[0]: tuple(row) for row in rows}
+        return {row[0]: tuple(row) for row in conn.execute(f"{MARK_SELECT} WHERE 1{where}", params).fetchall()}

@@ -35,6 +35,8 @@ def watch_args(session_id: Any, source: Any, after_message_id: Any) -> Dict[str,
     for name, value in (("session_id", session_id), ("source", source)):
         if value is not None and not isinstance(value, str):
             raise make_error("INVALID_ARGUMENT", f"{name} must be a str or None, got {value!r}")
+    if session_id is not None and source is not None:
+        raise make_error("INVALID_ARGUMENT", "watch takes session_id or source, not both")
     cursor = after_message_id
     if cursor is not None and (type(cursor) is not int or cursor < 0):
         raise make_error("INVALID_ARGUMENT", f"after_message_id must be a message id (an int >= 0) or None, got {cursor!r}")
