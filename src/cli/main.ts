@@ -25,8 +25,10 @@ import { registerSpool } from "./commands/spool.js";
 import { registerStats } from "./commands/stats.js";
 import { registerStatus } from "./commands/status.js";
 import { registerStop } from "./commands/stop.js";
+import { registerTail } from "./commands/tail.js";
 import { registerTitle } from "./commands/title.js";
 import { registerVerify } from "./commands/verify.js";
+import { registerWatch } from "./commands/watch.js";
 
 // First: a password in `--db postgres://user:secret@…` must not stay readable in `ps`.
 hideSecretsFromPs();
@@ -44,7 +46,7 @@ const program = new Command()
   .exitOverride();
 
 for (const register of [
-  registerServe, registerStatus, registerStop, registerList, registerShow, registerSearch, registerExport,
+  registerServe, registerStatus, registerStop, registerList, registerShow, registerTail, registerWatch, registerSearch, registerExport,
   registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats, registerService,
   registerBackup, registerVerify, registerCheck, registerOptimize, registerSpool,
 ]) {

@@ -10,6 +10,7 @@ import type { PgClient, PgPool } from "../pg/pg-connection.js";
 import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "../pg/pg-errors.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
+import { PgChangeNotes } from "../pg/pg-change-notes.js";
 import { reconnectDelayMs } from "../pg/pg-backoff.js";
 import { readOnly } from "../pg/pg-errors.js";
 
@@ -187,17 +188,19 @@ export class PgWriter implements DaemonWriter {
     try {
       const began = performance.now();
       const outcomes: Outcome[] = [];
+      // What the batch changed, told to every watcher of the database at its commit.
+      const notes = new PgChangeNotes();
       // A savepoint isolates one request from the others; a request alone needs none (its failure
       // rolls back the batch, which is itself). Each savepoint statement shares its round trip
       // with BEGIN or with releasing the previous one: round trips are what a batch costs.
       if (jobs.length === 1) {
         await client.query("BEGIN");
-        outcomes.push(await runRequest(client, jobs[0]!, false));
+        outcomes.push(await runRequest(client, jobs[0]!, false, notes));
       } else {
         await client.query(`BEGIN; SAVEPOINT ${SAVEPOINT}`);
         for (const [i, job] of jobs.entries()) {
           if (i > 0) await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`);
-          outcomes.push(await runRequest(client, job, true));
+          outcomes.push(await runRequest(client, job, true, notes));
         }
       }
       // A lone request that failed left the transaction aborted (it rolls back at COMMIT).
@@ -214,6 +217,7 @@ export class PgWriter implements DaemonWriter {
           await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
         }
       }
+      if (healthy) await notes.send(client);
       if (this.#crashNext) {
         this.#crashNext = false;
         this.#restarts++;
@@ -254,9 +258,9 @@ const SAVEPOINT = "sessiondb_request";
  * back to the savepoint, which stays set for the next request. Alone in its batch, its failure
  * leaves the transaction to roll back at COMMIT. A conflict or lost connection is the batch's.
  */
-async function runRequest(client: PgClient, job: Job, isolated: boolean): Promise<Outcome> {
+async function runRequest(client: PgClient, job: Job, isolated: boolean, notes: PgChangeNotes): Promise<Outcome> {
   try {
-    return { ok: true, result: await runPgKeyedWrite(client, job.op, job.params, job.key) };
+    return { ok: true, result: await runPgKeyedWrite(client, job.op, job.params, job.key, notes) };
   } catch (err) {
     if (isRetryablePgError(err) || isConnectionError(err)) throw err;
     if (isolated) await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);

@@ -11,6 +11,8 @@ import type { WatchEvent } from "../watch-types.js";
 import { openPgPool, type PgClient, type PgPool } from "../pg/pg-connection.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
 import { reconnectDelayMs } from "../pg/pg-backoff.js";
+import { PgChangeNotes } from "../pg/pg-change-notes.js";
+import { PgChangeFeed } from "../pg/pg-change-feed.js";
 import { readOnly, toPgSessionDBError } from "../pg/pg-errors.js";
 import { runPgOperation } from "../pg/pg-operations.js";
 import { PgSnapshot } from "../pg/pg-snapshot.js";
@@ -39,6 +41,7 @@ export class PgStore extends Store {
   readonly #writes = new WriteQueue();
   #closed: Promise<void> | null = null;
   #keysPrunedAt = -Infinity;
+  #feed: Promise<PgChangeFeed> | null = null;
 
   private constructor(pool: PgPool, options: ResolvedOptions, writable: boolean) {
     super(options.files);
@@ -90,7 +93,11 @@ export class PgStore extends Store {
       try {
         return await inPgTransaction(this.#pool, this.#options.retry, async (client) => {
           if (key !== null) await this.#pruneKeys(client);
-          return runPgKeyedWrite(client, name, params, key);
+          // Told to every watcher of the database at the commit (pg/pg-change-notes.ts).
+          const notes = new PgChangeNotes();
+          const result = await runPgKeyedWrite(client, name, params, key, notes);
+          await notes.send(client);
+          return result;
         });
       } catch (err) {
         const code = toSessionDBError(err).code;
@@ -119,10 +126,21 @@ export class PgStore extends Store {
     await prunePgKeys(client, this.#options.keyRetentionHours);
   }
 
-  /** The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet: the iterator rejects saying so. */
-  protected async *subscribe(_filter: WatchFilter, _opts: SubscribeOptions): AsyncIterable<WatchEvent> {
+  /**
+   * The handle's watches share one feed (pg/pg-change-feed.ts): a connection of its own that
+   * LISTENs for what every writer of the database notifies; opened at the first watch, again
+   * after it failed, closed with the handle.
+   */
+  protected async *subscribe(filter: WatchFilter, opts: SubscribeOptions): AsyncIterable<WatchEvent> {
     this.#checkOpen();
-    throw new SessionDBError("UNAVAILABLE", "watch is not served on PostgreSQL yet");
+    this.#feed = this.#feed?.then((feed) => (feed.live ? feed : this.#openFeed()), () => this.#openFeed()) ?? this.#openFeed();
+    const feed = await this.#feed;
+    this.#checkOpen();
+    yield* feed.subscribe(filter, opts.signal, opts.resyncFirst);
+  }
+
+  #openFeed(): Promise<PgChangeFeed> {
+    return PgChangeFeed.open(this.#options.path, this.#pool, "sessiondb direct watch");
   }
 
   /** Every page on one snapshot: a connection of the pool held in a read-only transaction until the end. */
@@ -144,7 +162,8 @@ export class PgStore extends Store {
   }
 
   close(): Promise<void> {
-    this.#closed ??= this.#writes.idle().then(() => this.#pool.end());
+    const feed = this.#feed;
+    this.#closed ??= Promise.all([this.#writes.idle(), feed?.then((f) => f.close(), () => undefined)]).then(() => this.#pool.end());
     return this.#closed;
   }
 

@@ -86,3 +86,42 @@ export async function withPoolClient<T>(pool: PgPool, fn: (client: PgClient) => 
     client.release();
   }
 }
+
+/** A connection of its own, outside any pool, that LISTENs (pg-change-feed.ts). */
+export interface PgListenClient extends PgQueryable {
+  /** Called with each notification's payload, in the order the server sends them. */
+  onNotification(fn: (channel: string, payload: string) => void): void;
+  /** Called once when the connection fails or the server ends it. */
+  onLost(fn: (err: Error) => void): void;
+  end(): Promise<void>;
+}
+
+/** Connects one client for LISTEN to the database at `url`. */
+export async function openPgListenClient(url: string, applicationName: string): Promise<PgListenClient> {
+  const { default: driver } = await import("pg");
+  const client = new driver.Client({ connectionString: url, application_name: applicationName, types: typeParsers(driver) });
+  let lost: ((err: Error) => void) | null = null;
+  let told = false;
+  const tell = (err: Error) => {
+    if (told) return;
+    told = true;
+    lost?.(err);
+  };
+  client.on("error", tell);
+  client.on("end", () => tell(new Error("the server closed the connection")));
+  await client.connect();
+  let ended = false;
+  return {
+    query: (text, values) => client.query(text, values as unknown[]) as unknown as Promise<PgResult>,
+    onNotification: (fn) => client.on("notification", (n) => fn(n.channel, n.payload ?? "")),
+    onLost: (fn) => {
+      lost = (err) => {
+        if (!ended) fn(err);
+      };
+    },
+    end: async () => {
+      ended = true;
+      await client.end().catch(() => undefined);
+    },
+  };
+}

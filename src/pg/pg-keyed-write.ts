@@ -10,6 +10,7 @@ import { now } from "../operations/clock.js";
 import { answerAgain, encodeResult, KEY_PRUNE_BATCH, KEYS_TABLE, writeDigest, type KeptWrite } from "../operations/idempotency-keys.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { changes, one } from "./pg-operation.js";
+import type { PgChangeNotes } from "./pg-change-notes.js";
 import { runPgOperation } from "./pg-operations.js";
 
 /** The statements of the second migration. */
@@ -20,10 +21,17 @@ export const KEYS_TABLE_STATEMENTS: readonly string[] = [
 
 /**
  * Runs a write once per key (see sqlite/keyed-write.ts for the rules): with no key as it is;
- * a key already committed answers its first result, or IDEMPOTENCY_CONFLICT.
+ * a key already committed answers its first result, or IDEMPOTENCY_CONFLICT. A write that ran
+ * is noted in `notes` (what the transaction tells the watchers); one answered again is not.
  */
-export async function runPgKeyedWrite(db: PgQueryable, op: WriteOpName, params: unknown, key: string | null): Promise<unknown> {
-  if (key === null) return runPgOperation(db, op, params);
+export async function runPgKeyedWrite(
+  db: PgQueryable, op: WriteOpName, params: unknown, key: string | null, notes: PgChangeNotes | null = null,
+): Promise<unknown> {
+  if (key === null) {
+    const result = await runPgOperation(db, op, params);
+    await notes?.note(db, op, params, result);
+    return result;
+  }
   const digest = writeDigest(op, params);
   const claimed = await changes(
     db,
@@ -36,6 +44,7 @@ export async function runPgKeyedWrite(db: PgQueryable, op: WriteOpName, params: 
   }
   const result = await runPgOperation(db, op, params);
   await db.query(`UPDATE ${KEYS_TABLE} SET result = $2 WHERE key = $1`, [key, encodeResult(result)]);
+  await notes?.note(db, op, params, result);
   return result;
 }
 

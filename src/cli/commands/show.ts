@@ -56,7 +56,8 @@ function roleColor(c: Colors, role: string): (text: string) => string {
   }
 }
 
-function printMessage(out: Output, m: MessageRow, full: boolean): void {
+/** One message as `show` prints it (also `tail`'s). */
+export function printMessage(out: Output, m: MessageRow, full: boolean): void {
   const { c } = out;
   const about: string[] = [];
   if (m.tool_name !== null) about.push(oneLine(m.tool_name));

@@ -1,0 +1,178 @@
+/**
+ * `npm run bench:watch`: the change feed under load (issue 26, item 5). K daemon clients append
+ * (each to its own session, one append at a time) while K others watch every session:
+ * - commit-to-event latency: from a writer's acknowledgement of an append (the commit, as the
+ *   writer knows it) to each watcher's receipt of that message, over the messages whose id is a
+ *   multiple of `--sample-every` (targets: p50 ≤ 2 ms, p99 ≤ 10 ms natively);
+ * - the writers' throughput with the watchers beside the same run without them (target ≥ 0.9×);
+ * - the daemon's RSS while the writers append beside one watcher that never reads its socket
+ *   (its queue is dropped past the bound and it is owed a resync: the RSS stays flat).
+ * Writers and watchers are two processes (one each, K clients in it), the daemon a third. The JSON
+ * goes to bench/results/<timestamp>-watch.json.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { encodeFrame } from "../src/protocol/frame-codec.js";
+import { PROTOCOL_VERSION } from "../src/protocol/messages.js";
+import { BenchChild, startTogether } from "./child-process.js";
+import { DaemonProcess } from "./daemon-process.js";
+import { sampleProcess, type ProcessSample } from "./idle-footprint.js";
+import { DEFAULT_RESULTS_DIR, workerScript } from "./paths.js";
+import { summarizeLatencies, type LatencySummary } from "./stats.js";
+import type { WatchFanoutConfig, WatchFanoutReport } from "./workers/watch-fanout.js";
+
+const { values } = parseArgs({
+  options: {
+    clients: { type: "string", default: "16" },
+    seconds: { type: "string", default: "10" },
+    "sample-every": { type: "string", default: "7" },
+    "stall-seconds": { type: "string", default: "20" },
+    out: { type: "string", default: DEFAULT_RESULTS_DIR },
+  },
+});
+const clients = Number(values.clients);
+const seconds = Number(values.seconds);
+const sampleEvery = Number(values["sample-every"]);
+const stallSeconds = Number(values["stall-seconds"]);
+/** How long the watchers may take to receive the last messages after the writers stop: a bound, not a target. */
+const DRAIN_LIMIT_MS = 60_000;
+
+interface Setup {
+  db: string;
+  daemon: DaemonProcess;
+  dir: string;
+}
+
+async function fresh(name: string, socketDir: string): Promise<Setup> {
+  const dir = mkdtempSync(join(tmpdir(), "sdb-watch-bench-"));
+  const db = join(dir, "state.db");
+  const daemon = await DaemonProcess.start({ db, socket: join(socketDir, `${name}.sock`), synchronous: "NORMAL", walLimitMb: null });
+  return { db, daemon, dir };
+}
+
+async function done(setup: Setup): Promise<void> {
+  await setup.daemon.stop();
+  rmSync(setup.dir, { recursive: true, force: true });
+}
+
+function child(role: WatchFanoutConfig["role"], setup: Setup, runSeconds: number): BenchChild<WatchFanoutReport> {
+  const config: WatchFanoutConfig = { role, db: setup.db, socket: setup.daemon.socket, clients, seconds: runSeconds, sampleEvery };
+  return BenchChild.node<WatchFanoutReport>(workerScript("watch-fanout"), config);
+}
+
+async function writersAlone(socketDir: string): Promise<WatchFanoutReport> {
+  const setup = await fresh("alone", socketDir);
+  try {
+    const writers = child("writers", setup, seconds);
+    await writers.ready();
+    await startTogether([writers]);
+    return await writers.report();
+  } finally {
+    await done(setup);
+  }
+}
+
+async function withWatchers(socketDir: string): Promise<{ writers: WatchFanoutReport; watchers: WatchFanoutReport; latency: LatencySummary; missing: number }> {
+  const setup = await fresh("watched", socketDir);
+  try {
+    const watchers = child("watchers", setup, seconds);
+    const writers = child("writers", setup, seconds);
+    await Promise.all([watchers.ready(), writers.ready()]);
+    await startTogether([watchers, writers]);
+    const written = await writers.report();
+    // Every watcher gets every message: wait (bounded) for the last ones, then stop the watchers.
+    const expected = written.count * clients;
+    const until = Date.now() + DRAIN_LIMIT_MS;
+    let stats = await setup.daemon.stats();
+    while (Date.now() < until && stats.queueDepth > 0) stats = await setup.daemon.stats();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    watchers.stop();
+    const watched = await watchers.report();
+    const acks = new Map(written.times);
+    const latencies: number[] = [];
+    for (const [id, at] of watched.times) {
+      const ack = acks.get(id);
+      if (ack !== undefined) latencies.push(at - ack);
+    }
+    return { writers: written, watchers: watched, latency: summarizeLatencies(latencies), missing: expected - watched.count };
+  } finally {
+    await done(setup);
+  }
+}
+
+/** A watch on a raw connection that is never read: the daemon must drop its queue, not hold it. */
+async function stalledWatcher(socketDir: string): Promise<{ samples: ProcessSample[]; writers: WatchFanoutReport }> {
+  const setup = await fresh("stalled", socketDir);
+  const socket = connect(setup.daemon.socket);
+  try {
+    await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+    socket.write(encodeFrame({ id: 1, op: "hello", args: [{ protocol: PROTOCOL_VERSION }] }));
+    socket.write(encodeFrame({ id: 2, op: "watch", args: [{ afterMessageId: 0 }] }));
+    socket.pause(); // never read again: the socket's buffers fill, then the daemon's queue for it
+    const pid = setup.daemon.pid!;
+    const t0 = performance.now();
+    const samples: ProcessSample[] = [sampleProcess(pid, t0)];
+    const writers = child("writers", setup, stallSeconds);
+    await writers.ready();
+    await startTogether([writers]);
+    const sampler = setInterval(() => samples.push(sampleProcess(pid, t0)), 500);
+    const report = await writers.report();
+    clearInterval(sampler);
+    samples.push(sampleProcess(pid, t0));
+    return { samples, writers: report };
+  } finally {
+    socket.destroy();
+    await done(setup);
+  }
+}
+
+const socketDir = mkdtempSync(join(tmpdir(), "sdbw-"));
+try {
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  log(`watch bench: ${clients} writers, ${clients} watchers, ${seconds} s a run`);
+  const alone = await writersAlone(socketDir);
+  log(`writers alone: ${(alone.count / alone.seconds).toFixed(0)} appends/s`);
+  const watched = await withWatchers(socketDir);
+  const ratio = watched.writers.count / watched.writers.seconds / (alone.count / alone.seconds);
+  log(`with watchers: ${(watched.writers.count / watched.writers.seconds).toFixed(0)} appends/s (${ratio.toFixed(2)}×)`);
+  const stalled = await stalledWatcher(socketDir);
+  const rss = stalled.samples.map((s) => s.rssKb);
+  const half = rss.slice(Math.floor(rss.length / 2));
+  const result = {
+    startedAt: new Date().toISOString(),
+    options: { clients, seconds, sampleEvery, stallSeconds },
+    alone: { appendsPerS: alone.count / alone.seconds },
+    watched: {
+      appendsPerS: watched.writers.count / watched.writers.seconds,
+      ratio,
+      latencyMs: watched.latency,
+      delivered: watched.watchers.count,
+      missing: watched.missing,
+      resyncs: watched.watchers.resyncs,
+    },
+    stalled: {
+      appendsPerS: stalled.writers.count / stalled.writers.seconds,
+      rssKb: { first: rss[0], max: Math.max(...rss), last: rss.at(-1), secondHalfMin: Math.min(...half), secondHalfMax: Math.max(...half) },
+      samples: stalled.samples,
+    },
+  };
+  const table = [
+    "| figure | value | target |",
+    "|---|---|---|",
+    `| writers alone (K = ${clients}) | ${result.alone.appendsPerS.toFixed(0)} appends/s | |`,
+    `| writers beside ${clients} watchers | ${result.watched.appendsPerS.toFixed(0)} appends/s (${ratio.toFixed(2)}×) | ≥ 0.9× |`,
+    `| commit-to-event p50 / p99 / max | ${watched.latency.p50.toFixed(2)} / ${watched.latency.p99.toFixed(2)} / ${watched.latency.max.toFixed(1)} ms (${watched.latency.count} samples) | ≤ 2 / ≤ 10 ms |`,
+    `| events delivered / missing / resyncs | ${watched.watchers.count} / ${watched.missing} / ${watched.watchers.resyncs} | 0 missing |`,
+    `| daemon RSS with a stalled watcher (${stallSeconds} s of appends) | first ${rss[0]} KiB, max ${Math.max(...rss)} KiB, last ${rss.at(-1)} KiB; second half ${Math.min(...half)}–${Math.max(...half)} KiB | flat |`,
+  ];
+  process.stdout.write(`${table.join("\n")}\n`);
+  mkdirSync(values.out!, { recursive: true });
+  const file = join(values.out!, `${result.startedAt.replace(/[:.]/g, "-")}-watch.json`);
+  writeFileSync(file, `${JSON.stringify(result, null, 1)}\n`);
+  log(`results: ${file}`);
+} finally {
+  rmSync(socketDir, { recursive: true, force: true });
+}
