@@ -1,7 +1,8 @@
 /**
  * The group commit: everything queued (up to `maxBatch` requests, for at most `maxBatchMs`) runs
- * in one `BEGIN IMMEDIATE` transaction with a savepoint per request: a failing request rolls back
- * alone and gets its own error. Outcomes go back to the main thread only after COMMIT, so an
+ * in one `BEGIN IMMEDIATE` transaction; when a request fails, the batch rolls back to its start
+ * and runs again with a savepoint per request, so the failing one rolls back alone and gets its
+ * own error (a batch in which nothing fails pays for no savepoints). Outcomes go back to the main thread only after COMMIT, so an
  * acknowledged write is durable. Requests whose deadline passes before they start are answered
  * TIMEOUT and never applied.
  */
@@ -81,14 +82,13 @@ export class GroupCommit {
     }
     if (jobs.length === 0) return true;
     const lockedAt = performance.now();
-    const outcomes: WriteOutcome[] = [];
-    let done = 0;
-    for (const job of jobs) {
-      if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
-      // Checked again as each request starts: the ones before it in the batch took time.
-      outcomes.push(Date.now() < job.deadline ? this.#apply(job) : fail(job, expiredError(job)));
-      done++;
-      if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
+    tx.batchSavepoint.run();
+    let { outcomes, done, failed } = this.#runJobs(jobs, lockedAt, false);
+    if (failed && conn.inTransaction) {
+      // A request failed, maybe halfway through its statements: the batch starts again from its
+      // savepoint, each request in a savepoint of its own, so the failing one rolls back alone.
+      tx.rollbackToBatch.run();
+      ({ outcomes, done } = this.#runJobs(jobs, lockedAt, true));
     }
     queue.unshift(...jobs.slice(done));
     jobs = jobs.slice(0, done);
@@ -173,7 +173,32 @@ export class GroupCommit {
     }
   }
 
-  /** Runs one job inside its own savepoint. */
+  /**
+   * Runs the batch's jobs in order, while the batch is within `maxBatchMs`: each in a savepoint of
+   * its own with `savepoints`, else as they are (the fast path: most batches fail nothing).
+   * Returns their outcomes, how many ran, and whether one failed (the fast path stops there);
+   * stops early too when SQLite rolled the whole transaction back.
+   */
+  #runJobs(jobs: WriteJob[], lockedAt: number, savepoints: boolean): { outcomes: WriteOutcome[]; done: number; failed: boolean } {
+    const { conn, config } = this.#ctx;
+    const outcomes: WriteOutcome[] = [];
+    let done = 0;
+    let failed = false;
+    for (const job of jobs) {
+      if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
+      // Checked again as each request starts: the ones before it in the batch took time.
+      const outcome = Date.now() < job.deadline ? this.#apply(job, savepoints) : null;
+      outcomes.push(outcome ?? fail(job, expiredError(job)));
+      done++;
+      if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
+      if (outcome !== null && !outcome.ok) {
+        failed = true;
+        if (!savepoints) break; // the batch runs again, with savepoints
+      }
+    }
+    return { outcomes, done, failed };
+  }
+
   /** A bounded step of pruning expired idempotency keys, riding in a group commit once a minute at most. */
   #pruneKeys(lockedAt: number): void {
     if (lockedAt - this.#keysPrunedAt < KEY_PRUNE_EVERY_MS) return;
@@ -185,8 +210,16 @@ export class GroupCommit {
     }
   }
 
-  #apply(job: WriteJob): WriteOutcome {
+  /** Runs one job, inside its own savepoint with `savepoint`. */
+  #apply(job: WriteJob, savepoint: boolean): WriteOutcome {
     const { conn } = this.#ctx;
+    if (!savepoint) {
+      try {
+        return { seq: job.seq, ok: true, result: runKeyedWrite(conn, job.op, job.params, job.key) };
+      } catch (err) {
+        return fail(job, err);
+      }
+    }
     const tx = this.#ctx.tx!;
     tx.savepoint.run();
     try {
