@@ -297,15 +297,15 @@ def test_async_deadlines_give_the_same_codes(tmp: Path):
         fake.close()
 
 
-def test_the_daemons_own_timeout_is_timeout(tmp: Path):
+def erring_daemon(tmp: Path, error: dict) -> FakeDaemon:
+    """Answers hello, then every other request with ``error``."""
     database = real_database_path(tmp / "state.db")
+    return FakeDaemon(str(tmp / "state.db.sock"),
+                      lambda r: hello_ok(database) if r["op"] == "hello" else {"ok": False, "error": error})
 
-    def answer(request):
-        if request["op"] == "hello":
-            return hello_ok(database)
-        return {"ok": False, "error": {"code": "TIMEOUT", "message": "deadline passed before the write started"}}
 
-    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+def test_the_daemons_own_timeout_is_timeout(tmp: Path):
+    fake = erring_daemon(tmp, {"code": "TIMEOUT", "message": "deadline passed before the write started"})
     try:
         with SessionDB(tmp / "state.db", autostart=False) as db:
             with pytest.raises(DeadlineError) as caught:
@@ -319,14 +319,7 @@ def test_the_daemons_own_timeout_is_timeout(tmp: Path):
 def test_an_error_code_this_client_does_not_know_is_internal_naming_the_code(tmp: Path):
     """A newer daemon's code: INTERNAL (a DaemonError, an sqlite3.OperationalError), as the
     TypeScript client maps it, with the daemon's code and message kept in the message."""
-    database = real_database_path(tmp / "state.db")
-
-    def answer(request):
-        if request["op"] == "hello":
-            return hello_ok(database)
-        return {"ok": False, "error": {"code": "FROM_A_NEWER_DAEMON", "message": "the shard is rebalancing"}}
-
-    fake = FakeDaemon(str(tmp / "state.db.sock"), answer)
+    fake = erring_daemon(tmp, {"code": "FROM_A_NEWER_DAEMON", "message": "the shard is rebalancing"})
     try:
         with SessionDB(tmp / "state.db", autostart=False) as db:
             with pytest.raises(DaemonError) as caught:
