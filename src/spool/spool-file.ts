@@ -176,7 +176,7 @@ export class SpoolFile {
   /** The file's size; 0 when there is none (nothing pending, found without a lock). */
   size(): number {
     try {
-      return statSync(this.path).size;
+      return statSync(this.path, { throwIfNoEntry: false })?.size ?? 0;
     } catch {
       return 0;
     }

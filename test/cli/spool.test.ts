@@ -5,31 +5,21 @@
  * and leaves them.
  */
 import assert from "node:assert/strict";
-import { realpathSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { openSessionDB } from "../../src/index.js";
 import { SpoolFile } from "../../src/spool/spool-file.js";
 import type { ReplayReport, SpoolReport } from "../../src/cli/commands/spool.js";
 import { assertFails, runCli, runJson } from "../helpers/cli.js";
-import { freshDbPath, shortTempDir } from "../helpers/daemon.js";
+import { seededDatabase, shortTempDir } from "../helpers/daemon.js";
 import { rawAll } from "../helpers/raw-db.js";
-
-async function seeded(t: Parameters<typeof shortTempDir>[0]): Promise<string> {
-  const path = freshDbPath(t);
-  const db = await openSessionDB({ path, mode: "direct" });
-  await db.createSession("s", "cli");
-  await db.close();
-  return realpathSync(path);
-}
 
 function contents(path: string): string[] {
   return rawAll<{ content: string }>(path, "SELECT content FROM messages WHERE session_id = 's' ORDER BY timestamp, id").map((r) => r.content);
 }
 
 test("spool lists the pending records per database; spool replay applies them once, in order, and says how many", async (t) => {
-  const a = await seeded(t);
-  const b = await seeded(t);
+  const a = await seededDatabase(t);
+  const b = await seededDatabase(t);
   const dir = join(shortTempDir(t), "spool");
   const spoolA = new SpoolFile(a, dir);
   await spoolA.append("a-1", "appendMessage", ["s", { role: "user", content: "a one" }], 1_700_000_000);
@@ -64,7 +54,7 @@ test("spool lists the pending records per database; spool replay applies them on
 });
 
 test("spool replay fails (exit 1) for a database that cannot take its records, leaving them, and applies the others", async (t) => {
-  const a = await seeded(t);
+  const a = await seededDatabase(t);
   const dir = join(shortTempDir(t), "spool");
   const gone = join(shortTempDir(t), "gone.db");
   await new SpoolFile(gone, dir).append("g-1", "appendMessage", ["s", { role: "user", content: "nowhere" }], 1);

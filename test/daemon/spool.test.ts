@@ -6,13 +6,13 @@
  * wrote. Each daemon gets its own `$XDG_STATE_HOME`, so its spool folder is the test's.
  */
 import assert from "node:assert/strict";
-import { chmodSync, realpathSync, statSync } from "node:fs";
+import { chmodSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { openSessionDB, SessionDBError, SpooledError } from "../../src/index.js";
 import { SpoolFile } from "../../src/spool/spool-file.js";
-import { freshDbPath, holdWriteLock, shortTempDir, startDaemon } from "../helpers/daemon.js";
+import { holdWriteLock, seededDatabase, shortTempDir, startDaemon } from "../helpers/daemon.js";
 import { Child, lastJsonLine, runToSuccess, sourceFixture } from "../helpers/processes.js";
 import { rawAll } from "../helpers/raw-db.js";
 import { waitUntil } from "../helpers/wait-until.js";
@@ -33,16 +33,8 @@ function stateHome(t: Parameters<typeof shortTempDir>[0]): { env: NodeJS.Process
   return { env: { XDG_STATE_HOME: home }, spoolDir: join(home, "sessiondb", "spool") };
 }
 
-async function seeded(t: Parameters<typeof shortTempDir>[0]): Promise<string> {
-  const path = freshDbPath(t);
-  const db = await openSessionDB({ path, mode: "direct" });
-  await db.createSession("s", "cli");
-  await db.close();
-  return realpathSync(path);
-}
-
 test("daemon mode: appends past their deadline while another process holds the lock are spooled; the daemon replays them once, in order, when it can write", async (t) => {
-  const path = await seeded(t);
+  const path = await seededDatabase(t);
   const { env, spoolDir } = stateHome(t);
   const daemon = await startDaemon(t, path, { env });
   const db = await daemon.open(t, { requestTimeoutMs: 500, spool: { dir: spoolDir } });
@@ -66,7 +58,7 @@ test("daemon mode: appends past their deadline while another process holds the l
 });
 
 test("a daemon replays on start what the Python client spooled, and the Python client replays what the TypeScript client spooled", async (t) => {
-  const path = await seeded(t);
+  const path = await seededDatabase(t);
   const { env, spoolDir } = stateHome(t);
   // Python's record, in the daemon's own spool folder, before the daemon starts.
   await runToSuccess(python("append", spoolDir, path, "py-key-1", "s", "from python"));
@@ -89,7 +81,7 @@ test("a daemon replays on start what the Python client spooled, and the Python c
 });
 
 test("a daemon never replays a spool others may write: it says so, and the records stay until the file is private again", async (t) => {
-  const path = await seeded(t);
+  const path = await seededDatabase(t);
   const { env, spoolDir } = stateHome(t);
   const spool = new SpoolFile(path, spoolDir);
   await spool.append("planted-1", "appendMessage", ["s", { role: "user", content: "planted?" }], 1);
@@ -107,7 +99,7 @@ test("a daemon never replays a spool others may write: it says so, and the recor
 });
 
 test("mode daemon with the daemon killed and none restarted: writes past their deadline are spooled, and the next daemon replays them on start", async (t) => {
-  const path = await seeded(t);
+  const path = await seededDatabase(t);
   const { env, spoolDir } = stateHome(t);
   const first = await startDaemon(t, path, { env });
   const db = await first.open(t, { requestTimeoutMs: 1000, spool: { dir: spoolDir } });
@@ -128,7 +120,7 @@ test("mode daemon with the daemon killed and none restarted: writes past their d
 });
 
 test("auto mode: failing over to direct mode replays this user's spool first (spool option or not)", async (t) => {
-  const path = await seeded(t);
+  const path = await seededDatabase(t);
   const { env, spoolDir } = stateHome(t);
   // The handle's own default spool folder is the test's (restored after).
   const saved = process.env.XDG_STATE_HOME;

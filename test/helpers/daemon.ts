@@ -3,7 +3,7 @@
  * temp dir under /tmp (socket paths must stay short), waited for until it answers `hello`, and
  * stopped (SIGTERM) or killed (SIGKILL) by pid.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -142,6 +142,15 @@ export function daemonStats(db: SessionDB): Promise<DaemonStats> {
 /** A fresh database path in a short temp dir. */
 export function freshDbPath(t: TestContext): string {
   return join(shortTempDir(t), "state.db");
+}
+
+/** A fresh database (its real path) holding one session, `s`, written by a direct-mode handle since closed. */
+export async function seededDatabase(t: TestContext): Promise<string> {
+  const path = freshDbPath(t);
+  const db = await openSessionDB({ path, mode: "direct" });
+  await db.createSession("s", "cli");
+  await db.close();
+  return realpathSync(path);
 }
 
 /**
