@@ -12,7 +12,7 @@
  * acknowledged the file is emptied.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, constants, lstatSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -229,6 +229,7 @@ export class SpoolFile {
     const run = async (): Promise<T> => {
       if (create) this.#makeDir();
       this.#checkDir();
+      const made = create && !existsSync(this.path);
       let file: FileHandle;
       try {
         file = await open(this.path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | (create ? constants.O_CREAT : 0), 0o600);
@@ -240,7 +241,10 @@ export class SpoolFile {
         if (!(await lockExclusive(file.fd, LOCK_WAIT_S))) {
           throw new SessionDBError("IO", `cannot lock the spool ${this.path}: flock(1) (util-linux) cannot be run here, or another process held the lock ${LOCK_WAIT_S} s`);
         }
-        return await body(file);
+        const result = await body(file);
+        // A new file's name is durable too: the folder is fsync'd once, when the file is made.
+        if (made) await syncDir(this.dir);
+        return result;
       } catch (err) {
         throw spoolIoError(this.path, err);
       } finally {
@@ -299,6 +303,15 @@ export class SpoolFile {
 function spoolIoError(path: string, err: unknown): SessionDBError {
   if (err instanceof SessionDBError) return err;
   return new SessionDBError("IO", `the spool ${path} cannot be used: ${(err as Error).message}`, { cause: err });
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 async function readAll(file: FileHandle): Promise<Buffer> {
