@@ -1,8 +1,9 @@
 /**
  * What an idle daemon costs (issue 29): its memory (VmRSS, and the private and proportional
  * shares of it) and its wake-ups after a quiet spell with no client, fresh and after some use; a
- * soak that watches the RSS for growth while it idles (quick: a minute, `--full`: an hour); and
- * the first read's extra latency once the reader pool has shrunk to nothing.
+ * soak that watches the RSS for growth while it idles (quick: a minute, `--full`: an hour); the
+ * first read's extra latency once the reader pool has shrunk to nothing; and the first write's
+ * once the writer thread ended for want of clients (a client connecting starts it again).
  *
  * Wake-ups are context switches (voluntary and not) of all the daemon's threads, read from
  * /proc/<pid>/task/<tid>/status: on an idle process each one is a wake-up.
@@ -71,6 +72,12 @@ export interface IdleFootprintResult {
   } | null;
   /** `getSession` right after the pool shrank to nothing (a thread starts), and on a warm pool. */
   firstReadMs: { cold: LatencySummary; warm: LatencySummary; readerIdleS: number };
+  /**
+   * A client connecting and making one `appendMessage`, timed from the connect to the answer:
+   * after the writer thread ended (`--writer-idle`; its start overlaps the handshake), and while
+   * it runs (another client holds it).
+   */
+  firstWriteMs: { cold: LatencySummary; warm: LatencySummary; writerIdleS: number };
 }
 
 /** Context switches of every thread alive now, by thread id. */
@@ -232,6 +239,64 @@ async function firstReads(options: IdleFootprintOptions, cli: string, log: (line
   }
 }
 
+/** The daemon's threads named `name` (workers/thread-name.ts). */
+function threadsNamed(pid: number, name: string): number {
+  let n = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim() === name) n++;
+    } catch {
+      // the thread ended while being read
+    }
+  }
+  return n;
+}
+
+async function connectAndWrite(daemon: IdleDaemon, i: number): Promise<number> {
+  const t = performance.now();
+  const db = await daemon.open();
+  try {
+    await db.appendMessage("s", { role: "user", content: `first write ${i}` });
+    return performance.now() - t;
+  } finally {
+    await db.close();
+  }
+}
+
+async function firstWrites(options: IdleFootprintOptions, cli: string, log: (line: string) => void): Promise<IdleFootprintResult["firstWriteMs"]> {
+  const writerIdleS = 0.5;
+  const daemon = new IdleDaemon(cli, join(options.workDir, "idle-write.db"), join(options.socketDir, "idle-write.sock"), ["--writer-idle", String(writerIdleS)]);
+  try {
+    await daemon.listening();
+    const seed = await daemon.open();
+    await seed.createSession("s", "cli");
+    await seed.close();
+    const cold: number[] = [];
+    const warm: number[] = [];
+    for (let i = 0; i < options.coldReads; i++) {
+      const until = Date.now() + 60_000;
+      while (threadsNamed(daemon.pid, "sdb-writer") > 0) {
+        if (Date.now() > until) throw new Error("the writer thread did not end with no client connected");
+        await sleep(20);
+      }
+      cold.push(await connectAndWrite(daemon, i));
+      // Warm: another client keeps the writer running meanwhile.
+      const holder = await daemon.open();
+      try {
+        await holder.getSession("s");
+        for (let j = 0; j < 3; j++) warm.push(await connectAndWrite(daemon, i));
+      } finally {
+        await holder.close();
+      }
+    }
+    const result = { cold: summarizeLatencies(cold), warm: summarizeLatencies(warm), writerIdleS };
+    log(`idle: first write after the writer stopped p50 ${result.cold.p50.toFixed(1)} ms (writer running ${result.warm.p50.toFixed(2)} ms)`);
+    return result;
+  } finally {
+    await daemon.stop();
+  }
+}
+
 export async function runIdleFootprint(options: IdleFootprintOptions, log: (line: string) => void): Promise<IdleFootprintResult> {
   const cli = options.cli ?? CLI_PATH;
   const daemon = new IdleDaemon(cli, join(options.workDir, "idle.db"), join(options.socketDir, "idle.sock"), []);
@@ -269,7 +334,8 @@ export async function runIdleFootprint(options: IdleFootprintOptions, log: (line
       log(`idle: soak: RSS ${(first.rssKb / 1024).toFixed(1)} → ${(last.rssKb / 1024).toFixed(1)} MiB, ${soak.wakeupsPerS.toFixed(2)} wake-ups/s`);
     }
     const firstReadMs = await firstReads(options, cli, log);
-    return { settleSeconds: options.settleSeconds, windowSeconds: options.windowSeconds, fresh, afterUse, soak, firstReadMs };
+    const firstWriteMs = await firstWrites(options, cli, log);
+    return { settleSeconds: options.settleSeconds, windowSeconds: options.windowSeconds, fresh, afterUse, soak, firstReadMs, firstWriteMs };
   } finally {
     await daemon.stop();
   }
@@ -304,6 +370,11 @@ export function idleFootprintTable(idle: IdleFootprintResult): string {
   lines.push(
     "",
     `First read after the reader pool shrank to nothing (\`--reader-idle ${f.readerIdleS}\`, a thread starts): getSession p50 ${f.cold.p50.toFixed(1)} ms, max ${f.cold.max.toFixed(1)} ms (${f.cold.count} reads); on a warm pool p50 ${f.warm.p50.toFixed(2)} ms: ${(f.cold.p50 - f.warm.p50).toFixed(1)} ms extra.`,
+  );
+  const w = idle.firstWriteMs;
+  lines.push(
+    "",
+    `First write after the writer thread ended (\`--writer-idle ${w.writerIdleS}\`, no client; the thread starts as the client connects), connect + appendMessage: p50 ${w.cold.p50.toFixed(1)} ms, max ${w.cold.max.toFixed(1)} ms (${w.cold.count} clients); with the writer running p50 ${w.warm.p50.toFixed(2)} ms: ${(w.cold.p50 - w.warm.p50).toFixed(1)} ms extra.`,
   );
   return lines.join("\n");
 }

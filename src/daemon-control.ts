@@ -64,6 +64,13 @@ export interface WriterStats {
   lockHeldMs: { p50: number; p99: number; max: number };
   checkpoints: { passive: number; truncate: number; lastLogFrames: number };
   restarts: number;
+  /**
+   * The writer thread (SQLite; PostgreSQL's connection is always "running"): "stopped" after
+   * `serve --writer-idle` with no client connected, until a client connects or a write comes.
+   */
+  thread: "starting" | "running" | "stopping" | "stopped";
+  /** Times the writer thread was ended for want of clients (`--writer-idle`). */
+  idleStops: number;
 }
 
 /** Figures about the reader threads. */

@@ -73,6 +73,15 @@ export class WriterLoop {
         this.#closing = true;
         this.#held = false;
         break;
+      case "stopIdle":
+        // Only with nothing under way: a CJK backlog (or the last requests' catch-up, which quiet()
+        // starts) or a merge goes on while no client is connected; the daemon asks again later.
+        if (this.#writes.waiting || this.#held || this.#pendingCheckpoint !== null || this.#cjk.behind || this.#cjk.quiet() || this.#maintenance.merging || this.#maintenance.due || this.#maintenance.backingUp) {
+          this.#ctx.post({ type: "stayed" });
+        } else {
+          this.#closing = true;
+        }
+        break;
       case "crash":
         this.#faults.crash(message.at);
         break;

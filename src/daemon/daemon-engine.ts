@@ -30,6 +30,12 @@ export interface DaemonWriter {
   maxPageCount(pages: number | null): void;
   /** Lets every queued write finish, then stops. */
   close(): Promise<void>;
+  /** SQLite: starts the writer thread again if it was ended idle (a client connects). */
+  wake?(): void;
+  /** SQLite: ends the writer thread, checkpointed, if nothing waits on it; true once it ended. */
+  stopIdle?(): Promise<boolean>;
+  /** SQLite: told when the writer thread starts again after an idle stop without a client (a spool replay, the WAL guard). */
+  onWake?: (() => void) | null;
 }
 
 export interface DaemonReaders {

@@ -23,6 +23,12 @@ export interface DaemonOptions {
    * holds none (the next read starts one again). Default 5000.
    */
   readerIdleMs?: number;
+  /**
+   * Once no client has been connected for this long, in ms, the writer thread (SQLite) is ended,
+   * checkpointed, so an idle daemon holds no worker thread; the next client connecting (or a
+   * write: a spool replay) starts it again. 0: never. Default 5000.
+   */
+  writerIdleMs?: number;
   /** `FULL` (default): an acknowledged write survives power loss. `NORMAL`: faster commits, but
    *  the last acknowledged writes may be lost on power loss (never on a crash of the daemon). */
   synchronous?: "FULL" | "NORMAL";
@@ -122,6 +128,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     files,
     readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),
     readerIdleMs: positive(options.readerIdleMs, "readerIdleMs", 5000),
+    writerIdleMs: options.writerIdleMs === 0 ? 0 : positive(options.writerIdleMs, "writerIdleMs", 5000),
     synchronous,
     maxBatch: Math.floor(positive(options.maxBatch, "maxBatch", 1000)),
     maxBatchMs: positive(options.maxBatchMs, "maxBatchMs", 50),

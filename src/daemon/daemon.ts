@@ -78,6 +78,8 @@ export class Daemon {
   readonly #memory: { budget: RequestBudget; bodies: BodyPool };
   /** Enforces the connections' time limits (incomplete frames, idle connections); runs only while there are connections. */
   #sweeper: NodeJS.Timeout | null = null;
+  /** Ends the writer thread once no client has been connected for `writerIdleMs` (runs only while there is none). */
+  #writerIdleTimer: NodeJS.Timeout | null = null;
   #closing: Promise<void> | null = null;
   /** Replays this user's spool of the database (docs/spool.md); null while the database is read-only. */
   #spool: SpoolReplayer | null = null;
@@ -108,6 +110,7 @@ export class Daemon {
     });
     this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);
     this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
+    if (writer.stopIdle !== undefined) writer.onWake = () => this.#armWriterIdle();
     void engine.filesLost?.then((why) => {
       // Found while stopping too (the writer checks before its last checkpoint): still a failure.
       this.#fileLost ??= "wal";
@@ -130,6 +133,33 @@ export class Daemon {
       this.#sweeper = null;
     }
     this.#idleExit?.clients(count);
+    if (count === 0) this.#armWriterIdle();
+    else if (this.#writerIdleTimer !== null) {
+      clearTimeout(this.#writerIdleTimer);
+      this.#writerIdleTimer = null;
+    }
+  }
+
+  /**
+   * No client is connected: the writer thread is ended `writerIdleMs` from now unless one comes
+   * (issue 29: an idle daemon holds no worker thread). Armed again when the writer starts without
+   * a client (a spool replay, the WAL guard), and while something keeps it busy.
+   */
+  #armWriterIdle(): void {
+    const ms = this.options.writerIdleMs;
+    if (ms === 0 || this.#writer.stopIdle === undefined || this.#closing !== null || this.#connections.size > 0) return;
+    if (this.#writerIdleTimer !== null) clearTimeout(this.#writerIdleTimer);
+    this.#writerIdleTimer = setTimeout(() => void this.#stopWriterIfIdle(), ms);
+    this.#writerIdleTimer.unref();
+  }
+
+  /** Nothing in flight (no client, no spool replay pending, no export): the writer ends, checkpointed. */
+  async #stopWriterIfIdle(): Promise<void> {
+    this.#writerIdleTimer = null;
+    if (this.#connections.size > 0 || this.#closing !== null) return;
+    const busy = this.#spool?.pending === true || this.#engine.snapshots.stats().open > 0;
+    const stopped = !busy && (await this.#writer.stopIdle!());
+    if (!stopped) this.#armWriterIdle();
   }
 
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
@@ -197,6 +227,8 @@ export class Daemon {
         daemon.#spool = new SpoolReplayer(files.db, defaultSpoolDir(), engine.writer, resolved.requestTimeoutMs, resolved.log);
         daemon.#spool.start();
       }
+      // A daemon no client ever reaches ends its writer thread too.
+      daemon.#armWriterIdle();
       return daemon;
     } catch (err) {
       directory.close();
@@ -293,6 +325,7 @@ export class Daemon {
     void this.#spool?.close();
     if (this.#repairTimer !== null) clearTimeout(this.#repairTimer);
     this.#idleExit?.stop();
+    if (this.#writerIdleTimer !== null) clearTimeout(this.#writerIdleTimer);
     this.#fileWatch?.stop();
     this.#directory.close();
     await this.#metrics?.close();
@@ -449,6 +482,8 @@ export class Daemon {
       socket.destroy();
       return;
     }
+    // Its thread starts while the client says hello: a request that comes first waits for it.
+    this.#writer.wake?.();
     this.#sockets.add(socket);
     const connection = new ClientConnection(
       socket,

@@ -111,6 +111,8 @@ export class PgWriter implements DaemonWriter {
       ...commitFigures(this.#commitMs, this.#transactionMs),
       checkpoints: { passive: 0, truncate: 0, lastLogFrames: 0 },
       restarts: this.#restarts,
+      thread: "running",
+      idleStops: 0,
     };
   }
 

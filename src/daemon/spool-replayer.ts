@@ -46,6 +46,11 @@ export class SpoolReplayer {
     return this.#spool.path;
   }
 
+  /** A replay is running, or records are pending that it tries again soon (the writer is kept meanwhile). */
+  get pending(): boolean {
+    return this.#running !== null || this.#timer !== null;
+  }
+
   /** Watches the spool's folder (made, 0700, when missing) and replays what is there. */
   start(): void {
     const name = basename(this.#spool.path);

@@ -55,8 +55,17 @@ export function commitFigures(commit: Window, lockHeld: Window): Pick<WriterStat
 }
 
 /**
+ * Where the writer thread is: `stopped` (ended while no client was connected, `stopIdle`) until
+ * something asks for it; `starting` until it said it is ready; `stopping` while it ends idle.
+ */
+export type WriterThreadState = "starting" | "running" | "stopping" | "stopped";
+
+/**
  * The main thread's side of the writer thread: hands it write requests, matches the outcomes
- * that come back after each COMMIT, and restarts the thread if it dies. Its keyed in-flight
+ * that come back after each COMMIT, and restarts the thread if it dies. While no client is
+ * connected the daemon may end the thread (`stopIdle`): it checkpoints and closes the file, and
+ * whatever asks for it next (a write, a checkpoint, a client connecting: `wake`) starts it again,
+ * the requests waiting meanwhile. Its keyed in-flight
  * requests then go to the new thread (a committed one's key answers its first result); the others
  * fail: with INTERNAL when they were not committed, with OUTCOME_UNKNOWN when the thread died while
  * committing them (nothing acknowledged is lost, and nothing failed INTERNAL is there).
@@ -68,6 +77,20 @@ export class WriterClient {
   #worker!: Worker;
   /** The current thread said it is ready: until then writes wait in the outbox. */
   #workerReady = false;
+  #thread: WriterThreadState = "starting";
+  /** Told whenever the thread state changes. */
+  #stateWaiters: Array<() => void> = [];
+  /** Messages for a thread that is stopping or stopped: sent to the next one once it is ready. */
+  #deferred: ToWriter[] = [];
+  /** Something asked for the thread while it was stopping: it starts again once it has ended. */
+  #wakeAfterStop = false;
+  /** The answer to the `stopIdle` under way: true once the thread ended, false if it stayed. */
+  #stopAnswer: ((stopped: boolean) => void) | null = null;
+  #idleStops = 0;
+  /** The fault-injection page cap, set again on a thread started after an idle stop. */
+  #pageCap: number | null = null;
+  /** Called when the thread starts again after an idle stop (the daemon's idle timer then runs again). */
+  onWake: (() => void) | null = null;
   #pending = new Map<number, PendingWrite>();
   #outbox: WriteJob[] = [];
   #checkpointWaiters: Pending[] = [];
@@ -83,6 +106,8 @@ export class WriterClient {
   #lockMs = new Window();
   #checkpoints = { passive: 0, truncate: 0, lastLogFrames: 0 };
   #restarts = 0;
+  /** Writes are held (`hold`): the thread is not stopped idle meanwhile. */
+  #held = false;
   /** The file's schema version when a newer Hermes made it (the file is served read-only), else null. */
   newerVersion: number | null = null;
   /** Resolves with why, once the writer found its `-wal` or `-shm` removed or truncated (it applies nothing more). */
@@ -110,8 +135,43 @@ export class WriterClient {
     return this.#pending.size;
   }
 
+  /** Where the thread is (stats: `writer.thread`). */
+  get thread(): WriterThreadState {
+    return this.#thread;
+  }
+
+  /**
+   * Starts the thread if it was stopped idle (as a client connects: the start overlaps its
+   * handshake); a stop under way is followed by a start.
+   */
+  wake(): void {
+    if (this.#closing !== null) return;
+    if (this.#thread === "stopped") void this.#startAgain();
+    else if (this.#thread === "stopping") this.#wakeAfterStop = true;
+  }
+
+  /**
+   * Ends the thread, checkpointed, if nothing is waiting on it and it has nothing under way (a
+   * CJK backlog, a merge): true once it ended, false when it goes on (asked again later).
+   */
+  stopIdle(): Promise<boolean> {
+    // Ended, or ending (a client or a write coming meanwhile starts it again, and says so: onWake).
+    if (this.#thread === "stopped" || this.#thread === "stopping") return Promise.resolve(true);
+    if (this.#closing !== null || this.#thread !== "running" || this.#pending.size > 0 || this.#outbox.length > 0
+      || this.#checkpointWaiters.length > 0 || this.#maintenance.size > 0 || this.#held || this.#deferred.length > 0) {
+      return Promise.resolve(false);
+    }
+    return new Promise((resolve) => {
+      this.#stopAnswer = resolve;
+      this.#workerReady = false;
+      this.#setThread("stopping");
+      this.#worker.postMessage({ type: "stopIdle" } satisfies ToWriter);
+    });
+  }
+
   write(op: WriteOpName, params: unknown, deadline: number, key: string | null): Promise<unknown> {
     if (this.#closing !== null) return Promise.reject(new SessionDBError("CLOSED", "the daemon is shutting down"));
+    this.wake();
     const seq = ++this.#seq;
     return new Promise((resolve, reject) => {
       const job = { seq, op, params, deadline, key };
@@ -155,6 +215,7 @@ export class WriterClient {
 
   /** Holds writes (they queue) while on, so the WAL stops growing until a TRUNCATE checkpoint. */
   hold(on: boolean): void {
+    this.#held = on;
     this.#send({ type: "hold", on });
   }
 
@@ -165,6 +226,7 @@ export class WriterClient {
 
   /** Test hook: caps the database at `pages` pages, a full disk for SQLite; null lifts the cap. */
   maxPageCount(pages: number | null): void {
+    this.#pageCap = pages;
     this.#send({ type: "maxPageCount", pages });
   }
 
@@ -182,20 +244,77 @@ export class WriterClient {
       ...commitFigures(this.#commitMs, this.#lockMs),
       checkpoints: { ...this.#checkpoints },
       restarts: this.#restarts,
+      thread: this.#thread,
+      idleStops: this.#idleStops,
     };
   }
 
-  /** Lets every queued write finish, checkpoints (TRUNCATE) and stops the thread. */
+  /** Lets every queued write finish, checkpoints (TRUNCATE) and stops the thread (at once when it was stopped idle). */
   close(): Promise<void> {
-    this.#closing ??= new Promise<void>((resolve) => {
-      this.#worker.once("exit", () => resolve());
-      this.#send({ type: "close" });
-    });
+    this.#closing ??= this.#closeThread();
     return this.#closing;
   }
 
+  async #closeThread(): Promise<void> {
+    // A stop under way ends first (writes queued meanwhile start a thread again, to run on); a
+    // thread starting is ready first, so the close comes after the writes it is handed.
+    while (this.#thread === "stopping" || this.#thread === "starting") {
+      await new Promise<void>((resolve) => this.#stateWaiters.push(resolve));
+    }
+    if (this.#thread === "stopped") return;
+    await new Promise<void>((resolve) => {
+      this.#worker.once("exit", () => resolve());
+      this.#worker.postMessage({ type: "close" } satisfies ToWriter);
+    });
+  }
+
+  #setThread(state: WriterThreadState): void {
+    this.#thread = state;
+    for (const waiter of this.#stateWaiters.splice(0)) waiter();
+  }
+
+  /** To the thread, or (stopping or stopped) to the next one, which this starts. */
   #send(message: ToWriter): void {
+    if (this.#thread === "stopping" || this.#thread === "stopped") {
+      this.#deferred.push(message);
+      this.wake();
+      return;
+    }
     this.#worker.postMessage(message);
+  }
+
+  /** After an idle stop: a thread again, retried while it cannot start (the requests wait). */
+  async #startAgain(): Promise<void> {
+    this.#setThread("starting");
+    if (this.#pageCap !== null) this.#deferred.unshift({ type: "maxPageCount", pages: this.#pageCap });
+    this.onWake?.();
+    for (;;) {
+      try {
+        await this.#spawn();
+        return;
+      } catch (err) {
+        this.#log(`starting the writer thread again failed: ${(err as Error).message}; retrying`);
+        await new Promise((r) => setTimeout(r, 500));
+        if (this.#closing !== null) {
+          this.#failQueued("the daemon is shutting down");
+          this.#setThread("stopped");
+          return;
+        }
+      }
+    }
+  }
+
+  /** Writes, checkpoints and maintenance that no thread will run (the daemon is closing and none can start). */
+  #failQueued(why: string): void {
+    for (const [seq, p] of this.#pending) {
+      this.#pending.delete(seq);
+      p.reject(new SessionDBError("CLOSED", why));
+    }
+    this.#outbox = [];
+    this.#deferred = [];
+    for (const waiter of this.#checkpointWaiters.splice(0)) waiter.reject(new SessionDBError("CLOSED", why));
+    for (const waiter of this.#maintenance.values()) waiter.reject(new SessionDBError("CLOSED", why));
+    this.#maintenance.clear();
   }
 
   /**
@@ -209,15 +328,19 @@ export class WriterClient {
       const worker = new Worker(WRITER_URL, { workerData: this.#config });
       this.#worker = worker;
       this.#workerReady = false;
+      if (this.#thread !== "starting") this.#setThread("starting");
       let ready = false;
       let died: Error | null = null;
       worker.on("message", (message: FromWriter) => {
         if (message.type === "ready") {
           ready = true;
           this.newerVersion = message.newerVersion;
-          this.#workerReady = true;
+          this.#running();
           resolve();
-          this.#flush();
+        } else if (message.type === "stayed") {
+          this.#running();
+          this.#stopAnswer?.(false);
+          this.#stopAnswer = null;
         } else if (message.type === "failed") {
           reject(fromWireError(message.error));
         } else {
@@ -234,9 +357,38 @@ export class WriterClient {
           return;
         }
         if (died !== null) this.#log(`the writer thread died: ${died.message}`);
+        if (this.#thread === "stopping") {
+          this.#stoppedIdle();
+          return;
+        }
         if (this.#closing === null) void this.#restart();
+        else this.#setThread("stopped");
       });
     });
+  }
+
+  /** The thread is ready (or stayed when asked to stop): what waited for it is sent. */
+  #running(): void {
+    this.#workerReady = true;
+    this.#setThread("running");
+    for (const message of this.#deferred.splice(0)) this.#worker.postMessage(message);
+    this.#flush();
+  }
+
+  /** The thread ended after a `stopIdle` (checkpointed, the file closed). */
+  #stoppedIdle(): void {
+    this.#idleStops++;
+    this.#setThread("stopped");
+    this.#stopAnswer?.(true);
+    this.#stopAnswer = null;
+    // Asked for meanwhile: started again at once (writes in the outbox, a checkpoint, a client).
+    const wanted = this.#wakeAfterStop || this.#outbox.length > 0 || this.#deferred.length > 0;
+    this.#wakeAfterStop = false;
+    if (wanted) {
+      if (this.#closing === null) void this.#startAgain();
+      else if (this.#outbox.length > 0) void this.#startAgain(); // queued writes still run before the close
+      else this.#failQueued("the daemon is shutting down");
+    }
   }
 
   /**
@@ -281,7 +433,10 @@ export class WriterClient {
       } catch (err) {
         this.#log(`restarting the writer thread failed: ${(err as Error).message}; retrying`);
         await new Promise((r) => setTimeout(r, 500));
-        if (this.#closing !== null) return;
+        if (this.#closing !== null) {
+          this.#setThread("stopped");
+          return;
+        }
       }
     }
   }
@@ -296,7 +451,7 @@ export class WriterClient {
     }
   }
 
-  #onMessage(message: Exclude<FromWriter, { type: "ready" | "failed" }>): void {
+  #onMessage(message: Exclude<FromWriter, { type: "ready" | "failed" | "stayed" }>): void {
     switch (message.type) {
       case "batch":
         this.#batches++;

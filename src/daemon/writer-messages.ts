@@ -49,6 +49,11 @@ export type ToWriter =
   /** While on, no transaction begins (writes queue): the WAL is over its limit and a TRUNCATE is coming. */
   | { type: "hold"; on: boolean }
   | { type: "close" }
+  /**
+   * No client is connected (`serve --writer-idle`): the thread closes as at `close` if it has
+   * nothing left to do (answered by its exit), else it answers `stayed` and goes on.
+   */
+  | { type: "stopIdle" }
   | { type: "crash"; at: WriterCrashPoint }
   /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
   | { type: "maxPageCount"; pages: number | null }
@@ -103,4 +108,6 @@ export type FromWriter =
   /** A line for the daemon's log. */
   | { type: "log"; line: string }
   | { type: "maintained"; id: number; outcome: { ok: true; result: unknown } | { ok: false; error: WireError } }
-  | { type: "closed" };
+  | { type: "closed" }
+  /** The answer to a `stopIdle` the thread could not honour (upkeep or maintenance under way): it goes on. */
+  | { type: "stayed" };

@@ -269,4 +269,6 @@ test("bench --idle-only measures the idle daemon alone and writes its own result
   for (const w of [idle.fresh, idle.afterUse]) assert.ok(w.sample.rssKb > 0 && w.sample.threads > 0 && w.wakeupsPerS >= 0, "the idle daemon measured");
   assert.ok(idle.soak !== null && idle.soak.samples.length >= 2, "the idle daemon soaked");
   assert.equal(idle.firstReadMs.cold.count, 2);
+  assert.equal(idle.firstWriteMs.cold.count, 2);
+  assert.equal(idle.firstWriteMs.warm.count, 6);
 });

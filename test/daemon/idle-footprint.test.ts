@@ -1,16 +1,33 @@
 /**
- * An idle daemon holds no reader thread (issue 29): its threads start on the first read and end
- * after `serve --reader-idle` without one, and the next read starts one again and is answered as
- * before. The threads are counted in /proc, beside the daemon's own `stats`.
+ * An idle daemon holds no worker thread (issue 29): its reader threads start on the first read
+ * and end after `serve --reader-idle` without one; its writer thread ends after `serve
+ * --writer-idle` with no client connected (never while one is, however idle) and starts again as
+ * the next client connects. The next reads and writes are answered as before, and the file guard
+ * works meanwhile. The threads are counted in /proc (by the names the workers give them), beside
+ * the daemon's own `stats`.
  */
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { test } from "node:test";
 import { daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
+import { rawGet } from "../helpers/raw-db.js";
 import { waitUntil } from "../helpers/wait-until.js";
 
 function threadCount(pid: number): number {
   return readdirSync(`/proc/${pid}/task`).length;
+}
+
+/** The daemon's threads named `name` (workers/thread-name.ts): sdb-writer, sdb-reader. */
+function threadsNamed(pid: number, name: string): number {
+  let n = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${task}/comm`, "utf8").trim() === name) n++;
+    } catch {
+      // a thread that ended as we looked
+    }
+  }
+  return n;
 }
 
 test("a daemon with no client for its reader idle time has no reader thread left, and serves the next reads correctly", async (t) => {
@@ -46,4 +63,75 @@ test("a daemon with no client for its reader idle time has no reader thread left
 
 test("serve --reader-idle rejects a value that is not a positive number of seconds", async (t) => {
   await assert.rejects(() => startDaemon(t, freshDbPath(t), { args: ["--reader-idle", "0"] }), /--reader-idle.*positive number of seconds/);
+});
+
+test("a daemon with no client for its writer idle time has no writer thread, and serves the next writes and reads correctly", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0.3", "--reader-idle", "0.2"] });
+  const first = await daemon.open(t);
+  await first.createSession("s", "cli");
+  await first.appendMessage("s", { role: "user", content: "before the writer stopped" });
+  assert.equal(threadsNamed(daemon.pid, "sdb-writer"), 1);
+  await first.close();
+
+  await waitUntil("the writer thread to end", () => threadsNamed(daemon.pid, "sdb-writer") === 0);
+  // Checkpointed as it ended (TRUNCATE): the database file itself holds the writes.
+  assert.equal(existsSync(`${dbPath}-wal`) ? statSync(`${dbPath}-wal`).size : 0, 0, "the WAL was not checkpointed");
+  assert.equal(rawGet<{ n: number }>(dbPath, "SELECT count(*) AS n FROM messages")?.n, 1);
+
+  // The next client starts it again; its first request (a write) waits for it.
+  const next = await daemon.open(t);
+  await next.appendMessage("s", { role: "user", content: "after the writer started again" });
+  assert.equal(threadsNamed(daemon.pid, "sdb-writer"), 1);
+  const messages = await next.getMessages("s");
+  assert.deepEqual(messages.map((m) => m.content), ["before the writer stopped", "after the writer started again"]);
+  assert.equal((await next.getSession("s"))?.message_count, 2);
+  const stats = await daemonStats(next);
+  assert.equal(stats.writer.thread, "running");
+  assert.ok(stats.writer.idleStops >= 1, `idleStops ${stats.writer.idleStops}`);
+  assert.equal(stats.writer.restarts, 0, "an idle stop is not a restart");
+  assert.equal(stats.writer.writes, 3, "the writer's figures are the daemon's, across its threads");
+});
+
+test("a client connected but idle keeps the writer thread: only no client at all ends it", async (t) => {
+  const dbPath = freshDbPath(t);
+  // Reader threads end after 1 s without a read: by then a writer idle time of 0.3 s would have ended the writer.
+  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0.3", "--reader-idle", "1"] });
+  const gateway = await daemon.open(t);
+  await gateway.createSession("s", "cli");
+  assert.ok((await gateway.getSession("s")) !== null);
+  await waitUntil("the reader threads to end", () => threadsNamed(daemon.pid, "sdb-reader") === 0);
+  assert.equal(threadsNamed(daemon.pid, "sdb-writer"), 1, "the writer ended while a client was connected");
+  const stats = await daemonStats(gateway);
+  assert.equal(stats.writer.idleStops, 0);
+  assert.equal(stats.writer.thread, "running");
+  await gateway.appendMessage("s", { role: "user", content: "still the same thread" });
+  assert.equal((await gateway.getSession("s"))?.message_count, 1);
+});
+
+test("the file guard while the writer thread is stopped: the database removed stops the daemon as when it runs", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0.2", "--reader-idle", "0.2"] });
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  await db.close();
+  await waitUntil("the writer thread to end", () => threadsNamed(daemon.pid, "sdb-writer") === 0);
+  rmSync(dbPath);
+  const exited = await daemon.child.done;
+  assert.match(exited.stderr, /state\.db was removed; stopping/);
+  assert.equal(exited.code, 0);
+  assert.equal(existsSync(daemon.socketPath), false, "the socket outlived the daemon");
+  assert.equal(existsSync(dbPath), false, "the stopping daemon made the removed file again");
+});
+
+test("serve --writer-idle 0 keeps the writer thread with no client; a value that is not a number of seconds is refused", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0", "--reader-idle", "0.5"] });
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  assert.ok((await db.getSession("s")) !== null);
+  await db.close();
+  await waitUntil("the reader threads to end", () => threadsNamed(daemon.pid, "sdb-reader") === 0);
+  assert.equal(threadsNamed(daemon.pid, "sdb-writer"), 1);
+  await assert.rejects(() => startDaemon(t, freshDbPath(t), { args: ["--writer-idle", "-1"] }), /--writer-idle/);
 });

@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { positiveInt, positiveNumber, positiveSeconds } from "../arguments.js";
+import { nonNegativeNumber, positiveInt, positiveNumber, positiveSeconds } from "../arguments.js";
 import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
 import { filesOf, globalsOf } from "../open-store.js";
@@ -16,6 +16,7 @@ interface ServeFlags {
   clientIdleTimeout: number;
   idleExit?: number;
   readerIdle: number;
+  writerIdle: number;
   metrics?: string;
   logFormat: LogFormat;
   slowMs: number;
@@ -34,6 +35,7 @@ export function registerServe(program: Command): void {
     .option("--client-idle-timeout <s>", "close a connection idle this long (clients reconnect)", positiveInt, 600)
     .option("--idle-exit <seconds>", "stop cleanly (checkpointed) after this long with no client connected (default: never; autostarted daemons get 30)", positiveSeconds)
     .option("--reader-idle <seconds>", "end a reader thread after this long without a read (the next read starts one)", positiveSeconds, 5)
+    .option("--writer-idle <seconds>", "end the writer thread, checkpointed, after this long with no client connected (the next client starts it as it connects); 0: never", nonNegativeNumber, 5)
     .addOption(new Option("--log-format <format>", "text lines, or one JSON object per line (time, level, event; a slow request's op, durationMs, batch)").choices(["text", "json"]).default("text"))
     .option("--slow-ms <ms>", "log a request that takes longer than this as slow (its op, duration, and the group commit it was in)", positiveInt, 1000)
     .option("--key-retention-hours <n>", "keep each write's idempotency key at least this long (older keys are pruned a few hundred at a time)", positiveNumber, 24)
@@ -60,6 +62,7 @@ export function registerServe(program: Command): void {
         idleConnectionTimeoutMs: opts.clientIdleTimeout * 1000,
         ...(opts.idleExit !== undefined ? { idleExitMs: opts.idleExit * 1000 } : {}),
         readerIdleMs: opts.readerIdle * 1000,
+        writerIdleMs: opts.writerIdle * 1000,
         ...(opts.metrics !== undefined ? { metrics: opts.metrics } : {}),
         ...(listenFd !== null ? { listenFd } : {}),
         log: daemonLog(opts.logFormat),
