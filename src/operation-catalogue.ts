@@ -4,7 +4,8 @@
  * the daemon and the client act on (`OperationFacts`); docs/protocol.json is generated from it
  * for clients in other languages. No SQL and
  * no driver: the wire protocol, the client, the daemon's dispatch and the CLI import this, and
- * the engine's table of implementations (`sqlite/operations.ts`) must satisfy it, so an
+ * the argument checks (`operations/operation-params.ts`) and each engine's table of
+ * implementations (`sqlite/operations.ts`, `pg/pg-operations.ts`) must satisfy it, so an
  * operation cannot be half-wired.
  */
 import type { SessionDB, WriteOptions } from "./session-db.js";

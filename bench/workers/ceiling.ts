@@ -4,7 +4,8 @@
  * append in a batch gets the batch's latency.
  */
 import { openConnection } from "../../src/sqlite/connection.js";
-import { parseOperation, runOperation } from "../../src/sqlite/operations.js";
+import { parseOperation } from "../../src/operations/operation-params.js";
+import { runOperation } from "../../src/sqlite/operations.js";
 import { inWriteTransaction } from "../../src/sqlite/transaction.js";
 import { appendLoop, asNewMessage, loadMessages } from "./append-loop.js";
 import { ChildControl, runChild } from "./child-control.js";

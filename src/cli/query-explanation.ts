@@ -2,7 +2,7 @@
  * What `search --verbose` says about a query: what FTS5 was actually asked, and why it differs
  * from what was typed (the sanitizer tames FTS5's syntax so that no query is ever an error).
  */
-import { containsCjk, sanitizeFtsQuery } from "../sqlite/search.js";
+import { containsCjk, sanitizeFtsQuery } from "../operations/fts-query.js";
 
 const q = (text: string) => JSON.stringify(text);
 

@@ -4,7 +4,7 @@
  * reader threads; PostgreSQL's are a writer connection and a pool of reader connections
  * (src/daemon/pg-daemon-engine.ts). The socket, the protocol and the lifecycle are the daemon's own.
  */
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import type { EngineOpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";

@@ -1,6 +1,6 @@
 /** Messages between the daemon's main thread and an export thread (workers/exporter.ts). */
 import type { WireError } from "../errors.js";
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import type { StreamOpName } from "../operation-catalogue.js";
 
 export interface ExporterConfig {

@@ -7,7 +7,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { SessionDBError, fromWireError } from "../errors.js";
-import type { Page } from "../sqlite/define-operation.js";
+import type { Page } from "../operations/page.js";
 import type { StreamOpName } from "../operation-catalogue.js";
 import type { DaemonSnapshots, ReadSnapshot, SnapshotStats } from "./daemon-engine.js";
 import type { ExporterConfig, FromExporter, ToExporter } from "./export-messages.js";

@@ -1,5 +1,5 @@
 import { SessionDBError } from "../errors.js";
-import { parseOperation } from "../sqlite/operations.js";
+import { parseOperation } from "../operations/operation-params.js";
 import { OPERATIONS, type EngineOpName, type ReadOpName, type StreamOpName, type WriteOpName } from "../operation-catalogue.js";
 import { isControlOp } from "../protocol/control.js";
 import type { Request } from "../protocol/messages.js";

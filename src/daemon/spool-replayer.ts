@@ -1,7 +1,7 @@
 import { mkdirSync, watch, type FSWatcher } from "node:fs";
 import { basename } from "node:path";
 import { toSessionDBError } from "../errors.js";
-import { parseOperation } from "../sqlite/operations.js";
+import { parseOperation } from "../operations/operation-params.js";
 import { SpoolFile } from "../spool/spool-file.js";
 import { replaySpool } from "../spool/spool-replay.js";
 import type { DaemonWriter } from "./daemon-engine.js";

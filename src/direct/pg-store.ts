@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
-import { parseOperation } from "../sqlite/operations.js";
+import { parseOperation } from "../operations/operation-params.js";
 import type { CallOpName, ParamsOf, ResultOf, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { parseCall, WriteQueue } from "./write-queue.js";

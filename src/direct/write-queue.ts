@@ -1,4 +1,4 @@
-import { parseOperation } from "../sqlite/operations.js";
+import { parseOperation } from "../operations/operation-params.js";
 import { OPERATIONS, type CallOpName } from "../operation-catalogue.js";
 
 /** Writes of one handle, run one after another in the order they were made. */

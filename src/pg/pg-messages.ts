@@ -2,8 +2,10 @@
 import { invalidArgument } from "../errors.js";
 import { now } from "../operations/clock.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
-import { PROJECTED, preview } from "../sqlite/listing.js";
-import { toConversation, toolCallCount, type StoredConversationRow } from "../sqlite/messages.js";
+import { compressionTipWalk, type ChainAnswer, type ChainQuestion } from "../operations/compression-chain.js";
+import { CONVERSATION_COLUMNS, toConversation, type StoredConversationRow } from "../operations/conversation.js";
+import { toolCallCount } from "../operations/message-params.js";
+import { finishRow, isCompressedRoot, projectOntoRoot } from "../operations/rich-listing.js";
 import type { MessageRow, RichSessionRow, SourceCount } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { list, one, rows, type PgRunners } from "./pg-operation.js";
@@ -17,25 +19,23 @@ export async function messagesOf(db: PgQueryable, sessionId: string): Promise<Me
   return stored.map(decodeMessage);
 }
 
-const MAX_CHAIN_HOPS = 100;
+async function answer(db: PgQueryable, q: ChainQuestion): Promise<ChainAnswer> {
+  if (q.ask === "end") return one<{ end_reason: string | null; ended_at: number | null }>(db, "SELECT end_reason, ended_at FROM sessions WHERE id = $1", [q.id]);
+  const child = await one<{ id: string }>(
+    db,
+    "SELECT id FROM sessions WHERE parent_session_id = $1 AND started_at >= $2 ORDER BY started_at DESC LIMIT 1",
+    [q.id, q.since],
+  );
+  return child?.id;
+}
 
-/** As sqlite/listing.ts: follow 'compression' ends to the newest child started after the end. */
+/** The live end of the conversation `id` belongs to (operations/compression-chain.ts). */
 async function compressionTip(db: PgQueryable, id: string): Promise<string> {
-  let current = id;
-  for (let hop = 0; hop < MAX_CHAIN_HOPS; hop++) {
-    const row = await one<{ end_reason: string | null; ended_at: number | null }>(
-      db, "SELECT end_reason, ended_at FROM sessions WHERE id = $1", [current],
-    );
-    if (row === undefined || row.end_reason !== "compression" || row.ended_at === null) break;
-    const child = await one<{ id: string }>(
-      db,
-      "SELECT id FROM sessions WHERE parent_session_id = $1 AND started_at >= $2 ORDER BY started_at DESC LIMIT 1",
-      [current, row.ended_at],
-    );
-    if (child === undefined) break;
-    current = child.id;
+  const walk = compressionTipWalk(id);
+  for (let step = walk.next(); ; ) {
+    if (step.done === true) return step.value;
+    step = walk.next(await answer(db, step.value));
   }
-  return current;
 }
 
 const RICH_SELECT = `SELECT ${SESSION_SELECT},
@@ -51,21 +51,12 @@ const LIST_SQL = `${RICH_SELECT}
     AND ($3::text[] IS NULL OR NOT (s.source = ANY($3)))
   ORDER BY s.started_at DESC LIMIT $4 OFFSET $5`;
 
-function finish(row: RichSessionRow): RichSessionRow {
-  row.preview = preview(row.preview);
-  return row;
-}
-
 async function project(db: PgQueryable, root: RichSessionRow): Promise<RichSessionRow> {
-  if (root.end_reason !== "compression") return root;
+  if (!isCompressedRoot(root)) return root;
   const tipId = await compressionTip(db, root.id);
   if (tipId === root.id) return root;
   const tip = await one<RichSessionRow>(db, `${RICH_SELECT} WHERE s.id = $1`, [tipId]);
-  if (tip === undefined) return root;
-  const projected: Record<string, unknown> = { ...root };
-  for (const key of PROJECTED) projected[key] = key === "preview" ? preview(tip.preview) : tip[key];
-  projected._lineage_root_id = root.id;
-  return projected as unknown as RichSessionRow;
+  return tip === undefined ? root : projectOntoRoot(root, tip);
 }
 
 export const messageRunners = {
@@ -100,8 +91,7 @@ export const messageRunners = {
   async getMessagesAsConversation(db, p) {
     const stored = await rows<StoredConversationRow>(
       db,
-      `SELECT role, content, tool_call_id, tool_name, tool_calls, reasoning, reasoning_details, codex_reasoning_items
-       FROM messages WHERE session_id = $1 ORDER BY timestamp, id`,
+      `SELECT ${CONVERSATION_COLUMNS.join(", ")} FROM messages WHERE session_id = $1 ORDER BY timestamp, id`,
       [p.sessionId],
     );
     return stored.map(toConversation);
@@ -138,7 +128,7 @@ export const messageRunners = {
   async listSessionsRich(db, p) {
     const listed = (
       await rows<RichSessionRow>(db, LIST_SQL, [p.children === 1, p.source, list(p.excluded), p.limit, p.offset])
-    ).map(finish);
+    ).map(finishRow);
     if (!p.project) return listed;
     const projected: RichSessionRow[] = [];
     for (const row of listed) projected.push(await project(db, row));

@@ -1,22 +1,17 @@
 /**
- * How the PostgreSQL engine runs an operation of the catalogue: the engine's own argument checks
- * (`parse`, shared with SQLite so both refuse the same input with the same error), then a
- * function of ours over a PostgreSQL connection. Writes run inside a transaction owned by the
+ * How the PostgreSQL engine runs an operation of the catalogue: a function of ours over a
+ * PostgreSQL connection, on the arguments `parseOperation` (operations/operation-params.ts, the
+ * same checks as SQLite's, so both refuse the same input with the same error) checked. Writes run inside a transaction owned by the
  * caller (direct mode, or the daemon's writer with a savepoint per request).
  */
-import type { EngineOpName, ResultOf } from "../operation-catalogue.js";
+import type { OPERATIONS, EngineOpName, ResultOf } from "../operation-catalogue.js";
+import type { CheckedParams } from "../operations/operation-params.js";
 import type { Page } from "../operations/page.js";
-import type { operations } from "../sqlite/operations.js";
 import type { PgQueryable } from "./pg-connection.js";
 
-/** An operation's checked arguments, as the engine's `parse` gives them. */
-export type ParamsOf<K extends EngineOpName> = ReturnType<(typeof operations)[K]["parse"]>;
-
-type Kind<K extends EngineOpName> = (typeof operations)[K]["kind"];
-
-export type PgRunner<K extends EngineOpName> = Kind<K> extends "stream"
-  ? (db: PgQueryable, params: ParamsOf<K>, cursor: unknown) => Promise<Page<ResultOf<K>, unknown>>
-  : (db: PgQueryable, params: ParamsOf<K>) => Promise<ResultOf<K>>;
+export type PgRunner<K extends EngineOpName> = (typeof OPERATIONS)[K]["kind"] extends "stream"
+  ? (db: PgQueryable, params: CheckedParams<K>, cursor: unknown) => Promise<Page<ResultOf<K>, unknown>>
+  : (db: PgQueryable, params: CheckedParams<K>) => Promise<ResultOf<K>>;
 
 export type PgRunners = { [K in EngineOpName]: PgRunner<K> };
 

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL engine's table of operations: one runner per operation of the catalogue
- * (`satisfies PgRunners`, so none can be missing), with the SQLite engine's argument checks.
+ * (`satisfies PgRunners`, so none can be missing), on the engine-neutral argument checks.
  */
 import type { EngineOpName } from "../operation-catalogue.js";
 import type { Page } from "../operations/page.js";
@@ -16,7 +16,7 @@ const runners = { ...sessionRunners, ...messageRunners, ...searchRunners, ...tra
 type AnyRunner = (db: PgQueryable, params: unknown, cursor: unknown) => Promise<unknown>;
 
 /**
- * Runs one operation with parameters from the engine's `parseOperation`: a read or write gives
+ * Runs one operation with parameters from `parseOperation`: a read or write gives
  * its result, a streamed one the page that starts at `cursor`.
  */
 export function runPgOperation(db: PgQueryable, name: EngineOpName, params: unknown, cursor: unknown = null): Promise<unknown> {

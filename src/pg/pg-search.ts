@@ -6,7 +6,8 @@
  * statement.
  */
 import { escapeLike } from "../operations/like-pattern.js";
-import { containsCjk, sanitizeFtsQuery, type SearchParams } from "../sqlite/search.js";
+import { containsCjk, sanitizeFtsQuery } from "../operations/fts-query.js";
+import type { SearchParams } from "../operations/search-params.js";
 import type { SearchHit } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { ftsToTsquery } from "./fts-to-tsquery.js";

@@ -2,8 +2,9 @@
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { now } from "../operations/clock.js";
 import { escapeLike } from "../operations/like-pattern.js";
+import { lineageBase, nextLineageTitle } from "../operations/lineage-title.js";
 import { SESSION_SELECT } from "../operations/rows.js";
-import { counterOverflow, TOKEN_FIELDS } from "../sqlite/sessions.js";
+import { counterOverflow, TEXT_FIELDS, TOKEN_FIELDS } from "../operations/token-counts.js";
 import type { SessionRow } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { changes, likeAsciiCase, one, rows, type PgRunners } from "./pg-operation.js";
@@ -17,10 +18,10 @@ async function exists(db: PgQueryable, id: string): Promise<boolean> {
 }
 
 const TOKEN_COLUMNS = TOKEN_FIELDS.map(([, col]) => col);
-const TEXT_COLUMNS = ["cost_status", "cost_source", "pricing_version", "billing_provider", "billing_base_url", "billing_mode", "model"] as const;
-const NEWEST_WINS = new Set(["cost_status", "cost_source", "pricing_version"]);
+const TEXT_COLUMNS = TEXT_FIELDS.map(([, col]) => col);
+const NEWEST_WINS = new Set<string>(["cost_status", "cost_source", "pricing_version"]);
 
-/** The per-column rules of SPEC §3 (see sqlite/sessions.ts), with positional parameters. */
+/** The per-column rules of SPEC §3 (as on SQLite), with positional parameters. */
 function tokenUpdateSql(absolute: boolean): string {
   let n = 1;
   const tokens = TOKEN_COLUMNS.map((col) => `${col} = ${absolute ? "" : `${col} + `}$${++n}::bigint`);
@@ -89,8 +90,6 @@ async function setTitle(db: PgQueryable, id: string, title: string | null): Prom
     throw owner === undefined ? err : titleInUse(title!, owner);
   }
 }
-
-const NUMBERED = /^(.*?) #(\d+)$/su;
 
 export const sessionRunners = {
   async createSession(db, p) {
@@ -213,16 +212,10 @@ export const sessionRunners = {
   },
 
   async getNextTitleInLineage(db, p) {
-    const base = NUMBERED.exec(p.baseTitle)?.[1] ?? p.baseTitle;
+    const base = lineageBase(p.baseTitle);
     const existing = await rows<{ title: string }>(db, `SELECT title FROM sessions WHERE title = $1 OR ${likeAsciiCase("title", "$2")}`, [
       base, `${escapeLike(base)} #%`,
     ]);
-    if (existing.length === 0) return base;
-    let max = 1n; // the un-numbered base counts as #1
-    for (const { title } of existing) {
-      const n = /^.* #(\d+)$/su.exec(title)?.[1];
-      if (n !== undefined && BigInt(n) > max) max = BigInt(n);
-    }
-    return `${base} #${max + 1n}`;
+    return nextLineageTitle(base, existing.map((row) => row.title));
   },
 } satisfies Partial<PgRunners>;

@@ -1,8 +1,7 @@
 /** Exports (one session, or all streamed in keyset pages) and `importSession` on PostgreSQL. */
 import { SessionDBError } from "../errors.js";
-import type { ExportCursor } from "../sqlite/export.js";
-import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS } from "../sqlite/export.js";
-import type { ImportParams } from "../sqlite/import.js";
+import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS, type ExportCursor } from "../operations/export-page.js";
+import type { ImportParams } from "../operations/import-params.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS, SESSION_SELECT } from "../operations/rows.js";
 import type { ImportResult, SessionExport, SessionRow } from "../session-db.js";
 import type { PgQueryable } from "./pg-connection.js";

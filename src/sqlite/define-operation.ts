@@ -1,29 +1,23 @@
-import type { OpName } from "../operation-catalogue.js";
-import type { Args } from "../operations/args.js";
-import type { Connection } from "./connection.js";
+import type { EngineOpName } from "../operation-catalogue.js";
+import type { CheckedParams } from "../operations/operation-params.js";
 import type { Page } from "../operations/page.js";
+import type { Connection } from "./connection.js";
 
 /**
- * Checks an operation's arguments. They come as an array no longer than the operation takes
- * (checked by `parseOperation`); `op` is the name the operation is registered under, for messages
- * that name it.
- */
-export type Parser<P> = (args: Args, op: OpName) => P;
-
-/**
- * One operation of the store: how to check its arguments (outside any transaction: this is also
- * where JSON is serialized and titles are cleaned) and how to run it on a connection.
- * Writes run inside a write transaction owned by the caller (direct mode or the writer worker).
+ * One operation on a SQLite connection: what it runs on the arguments its parser checked
+ * (`operations/operation-params.ts`, outside any transaction). `op` is the name it implements, so
+ * the engine's table can check that each entry sits under its own name. Writes run inside a
+ * write transaction owned by the caller (direct mode or the writer worker).
  */
 export interface ReadOperation<P, R> {
   readonly kind: "read";
-  parse: Parser<P>;
+  readonly op: EngineOpName;
   run(db: Connection, params: P): R;
 }
 
 export interface WriteOperation<P, R> {
   readonly kind: "write";
-  parse: Parser<P>;
+  readonly op: EngineOpName;
   run(db: Connection, params: P): R;
 }
 
@@ -32,21 +26,21 @@ export type { Page };
 /** A read whose result is streamed in pages, so no size is ever held at once. */
 export interface StreamOperation<P, C, T> {
   readonly kind: "stream";
-  parse: Parser<P>;
+  readonly op: EngineOpName;
   page(db: Connection, params: P, cursor: C | null): Page<T, C>;
 }
 
-export function read<P, R>(parse: Parser<P>, run: (db: Connection, params: P) => R): ReadOperation<P, R> {
-  return { kind: "read", parse, run };
+export function read<K extends EngineOpName, R>(op: K, run: (db: Connection, params: CheckedParams<K>) => R): ReadOperation<CheckedParams<K>, R> & { op: K } {
+  return { kind: "read", op, run };
 }
 
-export function write<P, R>(parse: Parser<P>, run: (db: Connection, params: P) => R): WriteOperation<P, R> {
-  return { kind: "write", parse, run };
+export function write<K extends EngineOpName, R>(op: K, run: (db: Connection, params: CheckedParams<K>) => R): WriteOperation<CheckedParams<K>, R> & { op: K } {
+  return { kind: "write", op, run };
 }
 
-export function stream<P, C, T>(
-  parse: Parser<P>,
-  page: (db: Connection, params: P, cursor: C | null) => Page<T, C>,
-): StreamOperation<P, C, T> {
-  return { kind: "stream", parse, page };
+export function stream<K extends EngineOpName, C, T>(
+  op: K,
+  page: (db: Connection, params: CheckedParams<K>, cursor: C | null) => Page<T, C>,
+): StreamOperation<CheckedParams<K>, C, T> & { op: K } {
+  return { kind: "stream", op, page };
 }

@@ -1,10 +1,9 @@
 /**
- * The engine's table of operations: how each operation of the catalogue checks its arguments and
- * runs on a connection. Direct mode, the writer and reader workers run operations through it;
+ * The engine's table of operations: how each operation of the catalogue runs on a connection, on
+ * the arguments `parseOperation` (operations/operation-params.ts) checked. Direct mode, the writer and reader workers run operations through it;
  * its kinds are the catalogue's, checked by `satisfies`.
  */
-import { OPERATIONS, type EngineOpName, type ResultOf } from "../operation-catalogue.js";
-import { arity, type Args } from "../operations/args.js";
+import type { OPERATIONS, EngineOpName, ResultOf } from "../operation-catalogue.js";
 import type { Connection } from "./connection.js";
 import type { Page, ReadOperation, StreamOperation, WriteOperation } from "./define-operation.js";
 import * as exporting from "./export.js";
@@ -57,16 +56,7 @@ export const operations = {
   importSession: importing.importSession,
   deleteSession: sessions.deleteSession,
   pruneSessions: sessions.pruneSessions,
-} satisfies { [K in EngineOpName]: OperationFor<K> };
-
-/**
- * An operation's arguments, checked outside any transaction, as its `run` takes them. The name
- * the operation is registered under is the one its errors give: its parser is not told it twice.
- */
-export function parseOperation(name: EngineOpName, args: Args): unknown {
-  arity(args, OPERATIONS[name].maxArgs, name);
-  return operations[name].parse(args, name);
-}
+} satisfies { [K in EngineOpName]: OperationFor<K> & { op: K } };
 
 /**
  * Runs one operation on a connection with parameters from `parseOperation`: a read or write

@@ -1,24 +1,12 @@
 /** Full-text search over messages: the query sanitizer, FTS5, the CJK fallback (SPEC §3.1). */
 import { errorCode } from "../errors.js";
 import type { ContextMessage, SearchHit } from "../session-db.js";
-import { count, field, optObject, optStrList, str } from "../operations/args.js";
 import { CANDIDATES_FROM, cjkCandidates } from "./cjk-search.js";
 import { escapeLike, sql, type Connection } from "./connection.js";
 import { read } from "./define-operation.js";
 import { containsCjk, sanitizeFtsQuery } from "../operations/fts-query.js";
+import type { SearchParams } from "../operations/search-params.js";
 import { inReadSnapshot } from "./transaction.js";
-
-export { containsCjk, sanitizeFtsQuery };
-
-export interface SearchParams {
-  query: string;
-  sources: string | null;
-  excluded: string | null;
-  roles: string | null;
-  limit: number;
-  offset: number;
-  matchesNothing: boolean;
-}
 
 type HitRow = Omit<SearchHit, "context"> & { self_content: string };
 
@@ -122,23 +110,4 @@ function search(db: Connection, p: SearchParams): SearchHit[] {
   return hits.map((hit) => withContext(db, hit));
 }
 
-/** A filter list as a JSON array for `json_each`, or null for "no filter". */
-function listParam(list: string[] | null): string | null {
-  return list === null ? null : JSON.stringify(list);
-}
-
-export const searchMessages = read((args): SearchParams => {
-  const opts = optObject(args[1], "opts");
-  const sourceFilter = optStrList(field(opts, "sourceFilter"), "opts.sourceFilter");
-  const excludeSources = optStrList(field(opts, "excludeSources"), "opts.excludeSources");
-  const roleFilter = optStrList(field(opts, "roleFilter"), "opts.roleFilter");
-  return {
-    query: str(args[0], "query"),
-    sources: listParam(sourceFilter),
-    excluded: excludeSources !== null && excludeSources.length > 0 ? listParam(excludeSources) : null,
-    roles: roleFilter !== null && roleFilter.length > 0 ? listParam(roleFilter) : null,
-    limit: count(field(opts, "limit"), "opts.limit", 20),
-    offset: count(field(opts, "offset"), "opts.offset", 0, Number.MAX_SAFE_INTEGER),
-    matchesNothing: sourceFilter !== null && sourceFilter.length === 0,
-  };
-}, search);
+export const searchMessages = read("searchMessages", search);

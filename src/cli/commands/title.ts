@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { sanitizeTitle } from "../../sqlite/titles.js";
+import { sanitizeTitle } from "../../operations/title-sanitizer.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { oneLine } from "../format.js";
 import { withStore } from "../open-store.js";
