@@ -141,7 +141,7 @@ export interface HealthResult {
   checkpoints: { passive: number; truncate: number };
   /** Seconds since the last group commit; null before the first. */
   lastCommitAgeS: number | null;
-  writer: { batches: number; writes: number; restarts: number };
+  writer: { batches: number; writes: number; restarts: number; thread: WriterStats["thread"]; idleStops: number };
   /** Requests per group commit, and COMMIT time in seconds, since the daemon started. */
   batchSize: Histogram;
   commitSeconds: Histogram;

@@ -303,7 +303,7 @@ export class Daemon {
       walBytes: s.walBytes,
       checkpoints: { passive: s.writer.checkpoints.passive, truncate: s.writer.checkpoints.truncate },
       lastCommitAgeS: lastCommitAt === null ? null : (Date.now() - lastCommitAt) / 1000,
-      writer: { batches: s.writer.batches, writes: s.writer.writes, restarts: s.writer.restarts },
+      writer: { batches: s.writer.batches, writes: s.writer.writes, restarts: s.writer.restarts, thread: s.writer.thread, idleStops: s.writer.idleStops },
       batchSize,
       commitSeconds,
       requests: this.#requests.snapshot(),

@@ -68,6 +68,8 @@ export function prometheusText(health: HealthResult | null, file: FileFigures | 
     out.metric("commits_total", "counter", "Group commits.", [[{}, h.writer.batches]]);
     out.metric("writes_total", "counter", "Write requests committed.", [[{}, h.writer.writes]]);
     out.metric("writer_restarts_total", "counter", "Times the writer was restarted.", [[{}, h.writer.restarts]]);
+    out.metric("writer_running", "gauge", "1 while the writer thread runs (or starts), 0 once it ended with no client connected (--writer-idle).", [[{}, h.writer.thread === "running" || h.writer.thread === "starting" ? 1 : 0]]);
+    out.metric("writer_idle_stops_total", "counter", "Times the writer thread ended with no client connected.", [[{}, h.writer.idleStops]]);
     out.histogram("batch_size", "Requests per group commit.", h.batchSize);
     out.histogram("commit_duration_seconds", "Time of each group commit's COMMIT.", h.commitSeconds);
     out.metric("requests_total", "counter", "Requests answered, by op and outcome code (OK or the error's code).", h.requests.map((r) => [{ op: r.op, code: r.code }, r.count]));

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { test } from "node:test";
+import type { HealthResult } from "../../src/protocol/control.js";
 import { daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
 import { rawGet } from "../helpers/raw-db.js";
 import { waitUntil } from "../helpers/wait-until.js";
@@ -67,7 +68,14 @@ test("serve --reader-idle rejects a value that is not a positive number of secon
 
 test("a daemon with no client for its writer idle time has no writer thread, and serves the next writes and reads correctly", async (t) => {
   const dbPath = freshDbPath(t);
-  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0.3", "--reader-idle", "0.2"] });
+  const daemon = await startDaemon(t, dbPath, { readers: 2, args: ["--writer-idle", "0.3", "--reader-idle", "0.2", "--metrics", "127.0.0.1:0"] });
+  // /health over HTTP is no client of the socket: it sees the writer stopped without starting it.
+  let base = "";
+  await waitUntil("the metrics address logged", () => {
+    base = /metrics on (http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec(daemon.child.stderr)?.[1] ?? "";
+    return base !== "";
+  });
+  const health = async (): Promise<HealthResult> => (await (await fetch(`${base}/health`)).json()) as HealthResult;
   const first = await daemon.open(t);
   await first.createSession("s", "cli");
   await first.appendMessage("s", { role: "user", content: "before the writer stopped" });
@@ -75,6 +83,10 @@ test("a daemon with no client for its writer idle time has no writer thread, and
   await first.close();
 
   await waitUntil("the writer thread to end", () => threadsNamed(daemon.pid, "sdb-writer") === 0);
+  const stopped = await health();
+  assert.equal(stopped.writer.thread, "stopped");
+  assert.ok(stopped.writer.idleStops >= 1);
+  assert.match(await (await fetch(`${base}/metrics`)).text(), /^sessiondb_writer_running 0$/m);
   // Checkpointed as it ended (TRUNCATE): the database file itself holds the writes.
   assert.equal(existsSync(`${dbPath}-wal`) ? statSync(`${dbPath}-wal`).size : 0, 0, "the WAL was not checkpointed");
   assert.equal(rawGet<{ n: number }>(dbPath, "SELECT count(*) AS n FROM messages")?.n, 1);
