@@ -23,6 +23,8 @@ export interface WatchFanoutReport {
   count: number;
   /** [message id, time] pairs: acknowledgements (writers) or arrivals, watcher after watcher. */
   times: Array<[number, number]>;
+  /** writers: [message id, time the append was sent] for the same messages. */
+  sent: Array<[number, number]>;
   /** watchers: resync events received. */
   resyncs: number;
   seconds: number;
@@ -37,6 +39,7 @@ runChild(async () => {
   const handles: SessionDB[] = [];
   for (let i = 0; i < clients; i++) handles.push(await openSessionDB({ path, mode: "daemon", socketPath: socket }));
   const times: Array<[number, number]> = [];
+  const sent: Array<[number, number]> = [];
   let count = 0;
   let resyncs = 0;
   if (role === "writers") {
@@ -46,12 +49,16 @@ runChild(async () => {
     const until = started + seconds * 1000;
     await Promise.all(handles.map(async (db, i) => {
       while (clock() < until && !control.stopped) {
+        const at = clock();
         const id = await db.appendMessage(`w${i}`, { role: "user", content: CONTENT });
-        if (id % sampleEvery === 0) times.push([id, clock()]);
+        if (id % sampleEvery === 0) {
+          times.push([id, clock()]);
+          sent.push([id, at]);
+        }
         count++;
       }
     }));
-    control.report({ count, times, resyncs, seconds: (clock() - started) / 1000 } satisfies WatchFanoutReport);
+    control.report({ count, times, sent, resyncs, seconds: (clock() - started) / 1000 } satisfies WatchFanoutReport);
   } else {
     const stop = new AbortController();
     const subscribed = handles.map(async (db) => {
@@ -68,7 +75,7 @@ runChild(async () => {
     while (!control.stopped) await new Promise((resolve) => setTimeout(resolve, 20));
     stop.abort();
     await Promise.all(subscribed);
-    control.report({ count, times, resyncs, seconds: (clock() - started) / 1000 } satisfies WatchFanoutReport);
+    control.report({ count, times, sent: [], resyncs, seconds: (clock() - started) / 1000 } satisfies WatchFanoutReport);
   }
   await Promise.all(handles.map((db) => db.close()));
 });
