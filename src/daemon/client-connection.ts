@@ -20,8 +20,15 @@ export interface ConnectionLimits extends FlowLimits {
 /** How long a half-closed connection waits for the client to close its side. */
 const CLOSE_GRACE_MS = 1000;
 
-/** `receivedAt`: when the daemon read the request's frame (ms since the epoch), where its deadline starts. */
-export type RequestHandler = (request: Request, connection: ClientConnection, receivedAt: number) => Promise<unknown>;
+/**
+ * Runs a request; its result or its error is the reply. `receivedAt`: when the daemon read the
+ * request's frame (ms since the epoch), where its deadline starts. `answered` hears of each reply
+ * (its outcome: "OK" or the error's code) as it goes out.
+ */
+export interface RequestHandler {
+  handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown>;
+  answered(op: Request["op"], outcome: string, receivedAt: number): void;
+}
 
 /**
  * Where a connection is in its life. `open`: requests are read and run (the client may have ended
@@ -230,15 +237,28 @@ export class ClientConnection {
       return;
     }
     this.#flow.started(bytes);
-    this.#handler(request, this, receivedAt).then(
-      (result) => this.#send({ id: request.id, ok: true, result: result ?? null }),
-      (err: unknown) => this.#send({ id: request.id, ok: false, error: toWireError(err) }),
-    ).finally(() => {
-      this.#flow.finished(bytes);
-      this.#lastActive = Date.now();
-      this.#flow.report();
-      if (this.#state === "ending" && this.#flow.inFlight === 0) this.#finish();
-      else this.#runHeld();
-    });
+    // One reaction per request, not a chain: this runs for every request.
+    this.#handler.handle(request, this, receivedAt).then(
+      (result) => {
+        this.#handler.answered(request.op, "OK", receivedAt);
+        this.#send({ id: request.id, ok: true, result: result ?? null });
+        this.#finished(bytes);
+      },
+      (err: unknown) => {
+        const error = toWireError(err);
+        this.#handler.answered(request.op, error.code, receivedAt);
+        this.#send({ id: request.id, ok: false, error });
+        this.#finished(bytes);
+      },
+    );
+  }
+
+  /** A request of `bytes` was answered: the connection runs what it holds next, or ends. */
+  #finished(bytes: number): void {
+    this.#flow.finished(bytes);
+    this.#lastActive = Date.now();
+    this.#flow.report();
+    if (this.#state === "ending" && this.#flow.inFlight === 0) this.#finish();
+    else this.#runHeld();
   }
 }

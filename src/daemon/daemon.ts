@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { dirname } from "node:path";
-import { invalidArgument, SessionDBError, toSessionDBError } from "../errors.js";
+import { invalidArgument, SessionDBError } from "../errors.js";
 import { writeRefusal } from "../sqlite/file-ownership.js";
 import { makePrivateDir } from "../sqlite/private-files.js";
 import type { DaemonStats, HealthResult } from "../protocol/control.js";
@@ -9,7 +9,7 @@ import { RequestCounts } from "./request-counts.js";
 import { isWriteOp } from "../operation-catalogue.js";
 import { MetricsServer } from "./metrics-server.js";
 import { VERSION } from "../version.js";
-import { ClientConnection } from "./client-connection.js";
+import { ClientConnection, type RequestHandler } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
 import type { FileIdentity } from "../file-identity.js";
 import { identityLockPath, identitySocketPath, privateRuntimeDir, runtimeDirPath } from "../socket-path.js";
@@ -388,6 +388,12 @@ export class Daemon {
 
   readonly #acceptor = (socket: Socket): void => this.#accept(socket);
 
+  /** Every connection's requests go to the dispatch; their replies are counted (and the slow ones logged). */
+  readonly #handler: RequestHandler = {
+    handle: (request, connection, receivedAt) => this.#dispatch.handle(request, connection, receivedAt),
+    answered: (op, outcome, receivedAt) => this.#answered(op, outcome, receivedAt),
+  };
+
   #pollRepair(): void {
     this.#repairTimer = setTimeout(() => {
       void this.#repair().finally(() => {
@@ -496,17 +502,7 @@ export class Daemon {
         idleTimeoutMs: this.options.idleConnectionTimeoutMs,
       },
       this.#memory,
-      (request, conn, receivedAt) =>
-        this.#dispatch.handle(request, conn, receivedAt).then(
-          (result) => {
-            this.#answered(request.op, "OK", receivedAt);
-            return result;
-          },
-          (err: unknown) => {
-            this.#answered(request.op, toSessionDBError(err).code, receivedAt);
-            throw err;
-          },
-        ),
+      this.#handler,
       this.options.log,
     );
     this.#connections.add(connection);

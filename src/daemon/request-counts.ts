@@ -3,19 +3,20 @@ import { isControlOp } from "../protocol/control.js";
 
 /** Requests answered since the daemon started, by op and outcome ("OK" or the error's code). */
 export class RequestCounts {
-  readonly #counts = new Map<string, number>();
+  /** By op, then by outcome: no key is built per request. */
+  readonly #counts = new Map<string, Map<string, number>>();
 
   record(op: unknown, outcome: string): void {
     // Only known names become labels: a client sending made-up ops must not grow the table.
     const name = isOpName(op) || isControlOp(op) ? op : "unknown";
-    const key = `${name}\u0000${outcome}`;
-    this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
+    let byOutcome = this.#counts.get(name);
+    if (byOutcome === undefined) this.#counts.set(name, (byOutcome = new Map()));
+    byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
   }
 
   snapshot(): Array<{ op: string; code: string; count: number }> {
-    return [...this.#counts].map(([key, count]) => {
-      const [op = "", code = ""] = key.split("\u0000");
-      return { op, code, count };
-    }).sort((a, b) => a.op.localeCompare(b.op) || a.code.localeCompare(b.code));
+    return [...this.#counts]
+      .flatMap(([op, byOutcome]) => [...byOutcome].map(([code, count]) => ({ op, code, count })))
+      .sort((a, b) => a.op.localeCompare(b.op) || a.code.localeCompare(b.code));
   }
 }

@@ -38,11 +38,22 @@ export class RequestDispatch {
     return this.#engine.writer.queueDepth + this.#readsQueued;
   }
 
-  /** `receivedAt`: when the request's frame was read, where its deadline starts. */
-  async handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
+  /**
+   * `receivedAt`: when the request's frame was read, where its deadline starts. A write's promise
+   * is the writer's own (no wrapper per request); a refusal is a rejection, never a throw.
+   */
+  handle(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
+    try {
+      return this.#route(request, connection, receivedAt);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  #route(request: Request, connection: ClientConnection, receivedAt: number): Promise<unknown> {
     const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.#options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     // Control ops are answered even while the daemon shuts down.
-    if (isControlOp(request.op)) return this.#control[request.op](request.args, deadline);
+    if (isControlOp(request.op)) return Promise.resolve(this.#control[request.op](request.args, deadline));
     if (this.#closing()) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.queueDepth >= this.#options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
