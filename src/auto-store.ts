@@ -28,6 +28,7 @@ export class AutoStore extends Store {
   readonly #options: ResolvedOptions;
   #current: DaemonClient | LocalStore;
   #failover: Promise<LocalStore> | null = null;
+  #closed = false;
 
   constructor(client: DaemonClient, options: ResolvedOptions) {
     super(options.files);
@@ -102,6 +103,7 @@ export class AutoStore extends Store {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#current.close();
   }
 
@@ -111,6 +113,8 @@ export class AutoStore extends Store {
    */
   #usable(): DaemonClient | LocalStore | Promise<LocalStore> {
     const store = this.#current;
+    // A closed handle never fails over: its daemon connection went away because it was closed.
+    if (this.#closed) return store;
     return store instanceof DaemonClient && !store.connected ? this.#failOver(store) : store;
   }
 

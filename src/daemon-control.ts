@@ -107,6 +107,8 @@ export interface DaemonStats {
   queueDepth: number;
   writer: WriterStats;
   readers: ReaderStats;
+  /** `watch` subscriptions now, events handed to them since the start, and times one fell behind (told `resync`). */
+  watch: { watchers: number; events: number; resyncs: number };
   /** The process's memory, in bytes (all threads). */
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
 }

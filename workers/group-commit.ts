@@ -11,10 +11,12 @@ import { newerSchemaError } from "../src/sqlite/database-file.js";
 import { KEY_PRUNE_EVERY_MS } from "../src/operations/idempotency-keys.js";
 import { pruneKeys, runKeyedWrite } from "../src/sqlite/keyed-write.js";
 import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";
+import type { FeedEvent } from "../src/operations/watch-filter.js";
 import type { CjkUpkeep } from "./cjk-upkeep.js";
 import type { FaultInjection } from "./fault-injection.js";
 import { walLostError, type FileGuard } from "./file-guard.js";
 import type { WalUpkeep } from "./wal-upkeep.js";
+import type { WriterFeed } from "./writer-feed.js";
 import type { WriterContext } from "./writer-context.js";
 
 function fail(job: WriteJob, err: unknown): WriteOutcome {
@@ -31,13 +33,15 @@ export class GroupCommit {
   readonly #wal: WalUpkeep;
   readonly #cjk: CjkUpkeep;
   readonly #faults: FaultInjection;
+  readonly #feed: WriterFeed;
   /** [first, last] seq of the batch being committed and not yet answered; [0, 0] otherwise. */
   readonly #committing: Float64Array;
   readonly #queue: WriteJob[] = [];
   /** When expired idempotency keys were last pruned. */
   #keysPrunedAt = -Infinity;
 
-  constructor(ctx: WriterContext, guard: FileGuard, wal: WalUpkeep, cjk: CjkUpkeep, faults: FaultInjection) {
+  constructor(ctx: WriterContext, guard: FileGuard, wal: WalUpkeep, cjk: CjkUpkeep, faults: FaultInjection, feed: WriterFeed) {
+    this.#feed = feed;
     this.#ctx = ctx;
     this.#guard = guard;
     this.#wal = wal;
@@ -95,6 +99,7 @@ export class GroupCommit {
     if (conn.inTransaction) this.#pruneKeys(lockedAt);
     if (conn.inTransaction) this.#cjk.afterBatch(jobs, lockedAt);
     const commitStart = performance.now();
+    let committed = false;
     if (conn.inTransaction) {
       // Until these outcomes are posted, a death of this thread leaves their fate unknown.
       this.#committing[0] = jobs[0]?.seq ?? 0;
@@ -111,7 +116,7 @@ export class GroupCommit {
           tx.commit.run();
           if (!this.#guard.stillServed()) {
             outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, this.#guard.replacedError())));
-          }
+          } else committed = true;
         }
       } catch (err) {
         if (conn.inTransaction) tx.rollback.run();
@@ -126,7 +131,7 @@ export class GroupCommit {
     const end = performance.now();
     if (outcomes.some((o) => !o.ok && o.error.code === "IO")) this.#wal.reclaimSoon();
     this.#faults.afterCommit();
-    this.#answer(outcomes, end - commitStart, end - lockedAt);
+    this.#answer(outcomes, end - commitStart, end - lockedAt, committed && this.#feed.on ? this.#feed.afterCommit(jobs) : undefined);
     return true;
   }
 
@@ -134,8 +139,8 @@ export class GroupCommit {
    * Hands a committed (or failed) batch's outcomes to the daemon, which answers each request: from
    * here their fate is known.
    */
-  #answer(outcomes: WriteOutcome[], commitMs: number, lockMs: number): void {
-    this.#ctx.post({ type: "batch", outcomes, commitMs, lockMs });
+  #answer(outcomes: WriteOutcome[], commitMs: number, lockMs: number, feed: FeedEvent[] | undefined): void {
+    this.#ctx.post(feed === undefined ? { type: "batch", outcomes, commitMs, lockMs } : { type: "batch", outcomes, commitMs, lockMs, feed });
     this.#committing.fill(0);
   }
 

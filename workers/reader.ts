@@ -9,7 +9,8 @@ import { openConnection, type Connection } from "../src/sqlite/connection.js";
 import { checkIntegrity, type CheckOptions } from "../src/sqlite/integrity-check.js";
 import { runOperation } from "../src/sqlite/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/sqlite/transaction.js";
-import type { ReadOutcome, ReadTask, ReaderConfig } from "../src/daemon/reader-messages.js";
+import type { ReadOutcome, ReadTask, ReaderConfig, WatchReplay } from "../src/daemon/reader-messages.js";
+import { messagesAfter } from "../src/sqlite/change-reader.js";
 import { nameThread } from "./thread-name.js";
 
 nameThread("sdb-reader");
@@ -33,10 +34,15 @@ export default function read(task: ReadTask): ReadOutcome {
     const { op } = task;
     const result = op === "checkIntegrity"
       ? checkIntegrity(connection(), task.params as CheckOptions)
-      : retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), op, task.params, task.cursor ?? null));
+      : op === "watchReplay"
+        ? retryBusySync(DEFAULT_RETRY, () => replayPage(connection(), task.params as WatchReplay))
+        : retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), op, task.params, task.cursor ?? null));
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: toWireError(err) };
   }
 }
 
+function replayPage(db: Connection, page: WatchReplay): unknown {
+  return messagesAfter(db, page.filter, page.after, page.upto, page.limit);
+}

@@ -11,6 +11,7 @@ import type { FileGuard } from "./file-guard.js";
 import { GroupCommit } from "./group-commit.js";
 import { WalUpkeep } from "./wal-upkeep.js";
 import type { WriterContext } from "./writer-context.js";
+import { WriterFeed } from "./writer-feed.js";
 import { WriterMaintenance } from "./writer-maintenance.js";
 import { LOCK_RETRY, pause } from "./writer-waits.js";
 
@@ -21,6 +22,7 @@ export class WriterLoop {
   readonly #cjk: CjkUpkeep;
   readonly #faults: FaultInjection;
   readonly #writes: GroupCommit;
+  readonly #feed: WriterFeed;
   readonly #maintenance: WriterMaintenance;
   /** Called once the connection is closed and the daemon told. */
   readonly #closePort: () => void;
@@ -43,7 +45,8 @@ export class WriterLoop {
     this.#wal = new WalUpkeep(ctx, guard);
     this.#cjk = new CjkUpkeep(ctx, guard, this.#wal, cjkIndexed);
     this.#faults = new FaultInjection(ctx.config.faultInjection, ctx.conn);
-    this.#writes = new GroupCommit(ctx, guard, this.#wal, this.#cjk, this.#faults);
+    this.#feed = new WriterFeed(ctx);
+    this.#writes = new GroupCommit(ctx, guard, this.#wal, this.#cjk, this.#faults, this.#feed);
     this.#maintenance = new WriterMaintenance(ctx, guard, () => this.#schedule(), () => this.#closing);
     this.#closePort = closePort;
   }
@@ -91,6 +94,9 @@ export class WriterLoop {
       case "maxPageCount":
         this.#faults.capPages(message.pages);
         break;
+      case "feed":
+        this.#feed.set(message.on);
+        return;
     }
     this.#schedule();
   }
@@ -169,6 +175,7 @@ export class WriterLoop {
 
   /** The close, once the queue is empty: what maintenance did not run is answered, the WAL checkpointed, the file closed. */
   #close(): void {
+    this.#feed.set(false);
     this.#maintenance.stop();
     // A WAL truncated while the writer was idle is not checkpointed at the stop either.
     if (this.#ctx.newerVersion === null) this.#guard.stillOurs(false);

@@ -284,8 +284,9 @@ export class DaemonClient extends Store implements DaemonControl {
         }
         return;
       } catch (err) {
-        const lost = toSessionDBError(err).code === "UNAVAILABLE" && this.#closed === null && !isAborted(opts.signal);
-        if (!this.#reconnects || !lost) throw err;
+        // Closing the handle (or the signal) ended the watch's connection: the iteration just ends.
+        if (this.#closed !== null || isAborted(opts.signal)) return;
+        if (!this.#reconnects || toSessionDBError(err).code !== "UNAVAILABLE") throw err;
         resyncFirst = true;
         lostAt = Date.now();
         attempt = 0;

@@ -123,6 +123,26 @@ export class ClientConnection {
     }
   }
 
+  /** Reply bytes written to this connection and not yet handed to the kernel. */
+  get unsentBytes(): number {
+    return this.#socket.writableLength;
+  }
+
+  /**
+   * Writes one frame of a watch's events at once, without waiting (the watch hub bounds what
+   * waits, with `unsentBytes`). False when the client is gone.
+   */
+  pushFrame(frame: Buffer): boolean {
+    if (!this.open) return false;
+    this.#writer.write(frame);
+    return true;
+  }
+
+  /** Resolves once what was written has gone to the kernel (at once when nothing waits), or the connection closed. */
+  whenDrained(): Promise<void> {
+    return this.#socket.writableNeedDrain && this.open ? this.#flow.whenDrained() : Promise.resolve();
+  }
+
   /**
    * Enforces the time limits: a frame left incomplete too long fails the connection (PROTOCOL); an
    * idle connection gets a goodbye frame (id 0, `CLOSED`: nothing sent after it is read) and is

@@ -8,6 +8,7 @@ import type { Page } from "../operations/page.js";
 import type { EngineOpName, StreamOpName, WriteOpName } from "../operation-catalogue.js";
 import type { ReaderStats, WriterCrashPoint, WriterStats } from "../protocol/control.js";
 import type { Engine } from "../session-db.js";
+import type { FeedEvent, WatchFilter } from "../operations/watch-filter.js";
 import type { SessionDBError } from "../errors.js";
 import type { ReadRequester } from "./reader-pool.js";
 import type { CommitHistograms } from "./commit-histograms.js";
@@ -87,6 +88,24 @@ export interface DaemonSnapshots {
   close(): Promise<void>;
 }
 
+/**
+ * The change feed an engine serves (issue 26), on while the daemon's watch hub has subscribers:
+ * SQLite's writer thread tells what each batch committed and polls for other processes' commits
+ * (src/daemon/sqlite-feed.ts).
+ */
+export interface DaemonFeed {
+  /**
+   * Turns the feed on: `listener` gets every commit's events in commit order from then on (a
+   * `resync` when the engine cannot tell what changed). Resolves with the cursor from which every
+   * message committed is in the events.
+   */
+  start(listener: (events: FeedEvent[]) => void): Promise<number>;
+  /** Turns it off: no one watches. */
+  stop(): void;
+  /** The filter's messages with `after < id <= upto`, oldest first, at most `limit`; past `deadline` (epoch ms) TIMEOUT. */
+  replay(filter: WatchFilter, after: number, upto: number, limit: number, deadline: number, requester?: ReadRequester): Promise<FeedEvent[]>;
+}
+
 /** A started engine: its writer and readers, and what stops anything else it runs. */
 export interface DaemonEngine {
   readonly engine: Engine;
@@ -109,6 +128,8 @@ export interface DaemonEngine {
   readonly fileSchemaVersion: number;
   /** The SCHEMA error a write gets while `readOnly`. */
   readOnlyError(op: string): SessionDBError;
+  /** The change feed `watch` is served from; null when the engine serves none (watch answers UNAVAILABLE). */
+  readonly feed: DaemonFeed | null;
   /** Backup, check and optimize; null when the engine has none (PostgreSQL). */
   readonly maintenance: DaemonMaintenance | null;
   /** Said in the "listening" line of the log. */

@@ -70,6 +70,14 @@ export interface DaemonOptions {
   frameTimeoutMs?: number;
   /** A connection with nothing in flight and nothing sent this long is closed, in ms; clients reconnect. Default 600,000 (10 min). */
   idleConnectionTimeoutMs?: number;
+  /**
+   * Event bytes a `watch` subscription may have written to its connection and not yet read by
+   * its client; an event past it is dropped with the rest, and the subscriber gets `resync`.
+   * Default 1 MiB (`serve --watch-buffer-kb`).
+   */
+  watchBufferBytes?: number;
+  /** `watch` subscriptions the daemon serves at once; past it a watch is answered OVERLOADED. Default 1000 (`serve --max-watchers`). */
+  maxWatchers?: number;
   /** Requests queued in the whole daemon before it answers OVERLOADED. Default 10,000. */
   maxQueue?: number;
   /** Deadline of a request (write, read, or each page of a stream) whose client sent none, in ms. Default 60,000. */
@@ -146,6 +154,8 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     frameTimeoutMs: positive(options.frameTimeoutMs, "frameTimeoutMs", 30_000),
     idleConnectionTimeoutMs: positive(options.idleConnectionTimeoutMs, "idleConnectionTimeoutMs", 600_000),
     maxQueue: Math.floor(positive(options.maxQueue, "maxQueue", 10_000)),
+    watchBufferBytes: Math.floor(positive(options.watchBufferBytes, "watchBufferBytes", 1024 * 1024)),
+    maxWatchers: Math.floor(positive(options.maxWatchers, "maxWatchers", 1000)),
     requestTimeoutMs: positive(options.requestTimeoutMs, "requestTimeoutMs", 60_000),
     idleExitMs: options.idleExitMs === undefined ? null : positive(options.idleExitMs, "idleExitMs", 0),
     metrics: options.metrics === undefined ? null : parseMetricsAddress(options.metrics),

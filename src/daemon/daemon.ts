@@ -23,6 +23,7 @@ import { controlHandlers } from "./control-handlers.js";
 import { IdleExit } from "./idle-exit.js";
 import { RequestBudget } from "./request-budget.js";
 import { RequestDispatch } from "./request-dispatch.js";
+import { WatchHub } from "./watch-hub.js";
 import { servableFile } from "./servable-file.js";
 import { BodyPool } from "../protocol/body-pool.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from "./daemon-engine.js";
@@ -72,6 +73,7 @@ export class Daemon {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = Date.now();
   readonly #dispatch: RequestDispatch;
+  readonly #watches: WatchHub;
   readonly #requests = new RequestCounts();
   /** Set when the path stopped naming the file served, or its WAL was removed or truncated: the daemon stops. */
   #fileLost: "replaced" | "removed" | "wal" | null = null;
@@ -108,7 +110,8 @@ export class Daemon {
       clients: () => this.#connections.size,
       close: () => this.close(),
     });
-    this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null);
+    this.#watches = new WatchHub(engine.feed, options);
+    this.#dispatch = new RequestDispatch(options, engine, control, () => this.#closing !== null, this.#watches);
     this.#memory = { budget: new RequestBudget(options.maxRequestBytesTotal), bodies: new BodyPool(options.maxRequestBytesTotal) };
     if (writer.stopIdle !== undefined) writer.onWake = () => this.#armWriterIdle();
     void engine.filesLost?.then((why) => {
@@ -267,6 +270,7 @@ export class Daemon {
       queueDepth: this.#dispatch.queueDepth,
       writer: this.#writer.stats(),
       readers: withSnapshots(this.#readers.stats(), this.#engine.snapshots.stats()),
+      watch: this.#watches.stats(),
       memory: memory(),
     };
   }
@@ -320,6 +324,8 @@ export class Daemon {
   async #shutdown(): Promise<void> {
     const { log } = this.options;
     log("shutting down: no new connections; finishing queued requests");
+    // Subscriptions never finish by themselves: they end now (UNAVAILABLE), so connections can.
+    this.#watches.close();
     this.#engine.stopHousekeeping();
     // Not waited for: a record in the writer's queue is finished with the rest; the next is not started.
     void this.#spool?.close();

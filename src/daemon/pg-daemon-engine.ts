@@ -43,6 +43,8 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
       fileSchemaVersion,
       readOnlyError: () => readOnly(),
       maintenance: null,
+      // The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet: watch answers UNAVAILABLE.
+      feed: null,
       description: `PostgreSQL, ${resolved.readers} reader connections`,
     };
   } catch (err) {

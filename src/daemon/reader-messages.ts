@@ -1,6 +1,7 @@
 /** Tasks sent to the daemon's reader threads, and their answers. */
 import type { WireError } from "../errors.js";
 import type { EngineOpName } from "../operation-catalogue.js";
+import type { WatchFilter } from "../operations/watch-filter.js";
 
 export interface ReaderConfig {
   path: string;
@@ -10,10 +11,19 @@ export interface ReaderConfig {
 }
 
 /**
- * What a reader thread runs: a read operation, or `checkIntegrity` (sqlite/integrity-check.ts,
- * params `{ quick }`), the daemon's `check`, on the thread's snapshot.
+ * What a reader thread runs: a read operation, `checkIntegrity` (sqlite/integrity-check.ts,
+ * params `{ quick }`), the daemon's `check`, on the thread's snapshot, or `watchReplay` (a page
+ * of a watch's replay, params `WatchReplay`).
  */
-export type ReaderOp = EngineOpName | "checkIntegrity";
+export type ReaderOp = EngineOpName | "checkIntegrity" | "watchReplay";
+
+/** A page of a watch's replay: the filter's messages with `after < id <= upto`, at most `limit`. */
+export interface WatchReplay {
+  filter: WatchFilter;
+  after: number;
+  upto: number;
+  limit: number;
+}
 
 export interface ReadTask {
   op: ReaderOp;

@@ -20,7 +20,7 @@ const READER_YOUNG_GENERATION_MB = 8;
  * for the point reads.
  */
 function isSlow(op: ReaderOp): boolean {
-  return op === "checkIntegrity" || OPERATIONS[op].slow;
+  return op === "checkIntegrity" || (op !== "watchReplay" && OPERATIONS[op].slow);
 }
 
 /** Who asked for a read: the daemon's connection to that client. */

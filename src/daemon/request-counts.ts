@@ -1,4 +1,4 @@
-import { isOpName } from "../operation-catalogue.js";
+import { isWireOp } from "../operation-catalogue.js";
 import { isControlOp } from "../protocol/control.js";
 
 /** Requests answered since the daemon started, by op and outcome ("OK" or the error's code). */
@@ -8,7 +8,7 @@ export class RequestCounts {
 
   record(op: unknown, outcome: string): void {
     // Only known names become labels: a client sending made-up ops must not grow the table.
-    const name = isOpName(op) || isControlOp(op) ? op : "unknown";
+    const name = isWireOp(op) || isControlOp(op) ? op : "unknown";
     let byOutcome = this.#counts.get(name);
     if (byOutcome === undefined) this.#counts.set(name, (byOutcome = new Map()));
     byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);

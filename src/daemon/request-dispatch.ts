@@ -8,10 +8,11 @@ import type { ControlHandlers } from "./control-handlers.js";
 import type { DaemonEngine, ReadSnapshot } from "./daemon-engine.js";
 import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import type { ReadRequester } from "./reader-pool.js";
+import type { WatchHub } from "./watch-hub.js";
 
 /**
  * Where the daemon sends each request: a control op to its handler, a write to the writer, a read
- * to the readers, a streamed read page by page. Past `maxQueue` queued requests it refuses more
+ * to the readers, a streamed read page by page, a watch to the watch hub. Past `maxQueue` queued requests it refuses more
  * (OVERLOADED); while the daemon shuts down, only control ops are answered.
  */
 export class RequestDispatch {
@@ -19,6 +20,7 @@ export class RequestDispatch {
   readonly #engine: DaemonEngine;
   readonly #control: ControlHandlers;
   readonly #closing: () => boolean;
+  readonly #watches: WatchHub;
   #readsQueued = 0;
 
   constructor(
@@ -26,7 +28,9 @@ export class RequestDispatch {
     engine: DaemonEngine,
     control: ControlHandlers,
     closing: () => boolean,
+    watches: WatchHub,
   ) {
+    this.#watches = watches;
     this.#options = options;
     this.#engine = engine;
     this.#control = control;
@@ -54,12 +58,14 @@ export class RequestDispatch {
     const deadline = Math.min(receivedAt + (request.timeoutMs ?? this.#options.requestTimeoutMs), request.deadlineEpochMs ?? Infinity);
     // Control ops are answered even while the daemon shuts down.
     if (isControlOp(request.op)) return Promise.resolve(this.#control[request.op](request.args, deadline));
+    if (request.op === "unwatch") return this.#watches.unwatch(request.args, connection);
     if (this.#closing()) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.queueDepth >= this.#options.maxQueue) {
       throw new SessionDBError("OVERLOADED", `the daemon has ${this.#options.maxQueue} requests queued; retry later`);
     }
     const kind = OPERATIONS[request.op].kind;
-    if (kind === "watch") throw new SessionDBError("UNAVAILABLE", "watch is not served by this daemon yet");
+    // A subscription has no deadline: it lives until unwatch, its client leaves, or the daemon stops.
+    if (kind === "watch") return this.#watches.subscribe(request.id, request.args, connection);
     const params = parseOperation(request.op as EngineOpName, request.args);
     if (kind === "write") {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);

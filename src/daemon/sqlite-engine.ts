@@ -5,6 +5,7 @@ import type { ResolvedDaemonOptions } from "./daemon-options.js";
 import { ExportThreads } from "./export-threads.js";
 import { ReaderPool } from "./reader-pool.js";
 import { SqliteMaintenance } from "./sqlite-maintenance.js";
+import { SqliteFeed } from "./sqlite-feed.js";
 import { WalGuard } from "./wal-guard.js";
 import { WriterClient } from "./writer-client.js";
 import { SCHEMA_VERSION } from "../sqlite/schema.js";
@@ -47,6 +48,7 @@ export async function startSqliteEngine(resolved: ResolvedDaemonOptions, identit
       fileSchemaVersion: writer.newerVersion ?? SCHEMA_VERSION,
       readOnlyError: (op) => newerSchemaError(resolved.path, writer.newerVersion ?? SCHEMA_VERSION, op),
       maintenance: new SqliteMaintenance(resolved.files, writer, readers),
+      feed: new SqliteFeed(writer, readers),
       description: `${resolved.readers} readers, synchronous=${resolved.synchronous}`,
     };
   } catch (err) {

@@ -13,6 +13,7 @@ import type {
 } from "./writer-messages.js";
 
 import { CommitHistograms } from "./commit-histograms.js";
+import type { FeedEvent } from "../operations/watch-filter.js";
 
 const WRITER_URL = new URL("../../workers/writer.js", import.meta.url);
 
@@ -115,6 +116,10 @@ export class WriterClient {
   #onWalLost!: (why: string) => void;
 
   readonly #log: (line: string) => void;
+  /** Where the feed's events go while it is on (see `startFeed`); null while off. */
+  #feedListener: ((events: FeedEvent[]) => void) | null = null;
+  /** A `startFeed` waiting for the thread's answer. */
+  #feedStart: Pending | null = null;
 
   private constructor(config: Omit<WriterConfig, "committing">, log: (line: string) => void) {
     const committing = new SharedArrayBuffer(2 * Float64Array.BYTES_PER_ELEMENT);
@@ -228,6 +233,28 @@ export class WriterClient {
   maxPageCount(pages: number | null): void {
     this.#pageCap = pages;
     this.#send({ type: "maxPageCount", pages });
+  }
+
+  /**
+   * Turns the writer's change feed on: `listener` gets each commit's events in commit order (the
+   * daemon's batches with their outcomes, other processes' commits within 50 ms). Resolves with
+   * the cursor from which every message committed is in the events. If the thread dies, the new
+   * one's feed starts again and `listener` gets a `resync` from its cursor.
+   */
+  startFeed(listener: (events: FeedEvent[]) => void): Promise<number> {
+    this.#feedListener = listener;
+    return new Promise((resolve, reject) => {
+      this.#feedStart = { resolve: (cursor) => resolve(cursor as number), reject };
+      this.#send({ type: "feed", on: true });
+    });
+  }
+
+  /** Turns the feed off: no one watches. */
+  stopFeed(): void {
+    this.#feedListener = null;
+    this.#feedStart?.reject(new SessionDBError("UNAVAILABLE", "the feed was stopped"));
+    this.#feedStart = null;
+    this.#send({ type: "feed", on: false });
   }
 
   histograms(): ReturnType<CommitHistograms["snapshot"]> {
@@ -429,6 +456,8 @@ export class WriterClient {
     for (;;) {
       try {
         await this.#spawn();
+        // The feed goes on in the new thread; what the dead one saw last is not known (a resync).
+        if (this.#feedListener !== null) this.#send({ type: "feed", on: true });
         return;
       } catch (err) {
         this.#log(`restarting the writer thread failed: ${(err as Error).message}; retrying`);
@@ -461,7 +490,26 @@ export class WriterClient {
         this.#histograms.record(message.outcomes.length, message.commitMs);
         this.#lockMs.add(message.lockMs);
         this.#settle(message.outcomes);
+        if (message.feed !== undefined) this.#feedListener?.(message.feed);
         break;
+      case "feed":
+        this.#feedListener?.(message.events);
+        break;
+      case "feedStarted": {
+        const start = this.#feedStart;
+        this.#feedStart = null;
+        if (start !== null) start.resolve(message.cursor);
+        else this.#feedListener?.([{ event: { type: "resync", afterMessageId: message.cursor }, source: null }]);
+        break;
+      }
+      case "feedFailed": {
+        const err = fromWireError(message.error);
+        this.#log(`watch: the writer could not start the change feed: ${err.message}`);
+        this.#feedStart?.reject(err);
+        this.#feedStart = null;
+        if (this.#feedListener === null) this.#send({ type: "feed", on: false });
+        break;
+      }
       case "unapplied":
         this.#settle(message.outcomes);
         break;

@@ -2,6 +2,7 @@
 import type { WireError } from "../errors.js";
 import type { FileIdentity } from "../file-identity.js";
 import type { WriteOpName } from "../operation-catalogue.js";
+import type { FeedEvent } from "../operations/watch-filter.js";
 import type { WriterCrashPoint } from "../protocol/control.js";
 
 export interface WriterConfig {
@@ -57,6 +58,8 @@ export type ToWriter =
   | { type: "crash"; at: WriterCrashPoint }
   /** Fault injection: caps the file at `pages` (PRAGMA max_page_count) to play a full disk; null lifts the cap. */
   | { type: "maxPageCount"; pages: number | null }
+  /** The change feed on (answered `feedStarted` or `feedFailed`) or off: on while someone watches. */
+  | { type: "feed"; on: boolean }
   /** Maintenance run between batches (`backup`, `optimize`), answered by a `maintained` with the same id. */
   | { type: "maintain"; id: number; task: MaintenanceTask };
 
@@ -97,7 +100,13 @@ export type FromWriter =
   /** `newerVersion`: the file's schema version when it is newer than ours (served read-only), else null. */
   | { type: "ready"; newerVersion: number | null }
   | { type: "failed"; error: WireError }
-  | { type: "batch"; outcomes: WriteOutcome[]; commitMs: number; lockMs: number }
+  /** `feed`, while the feed is on: what the batch changed, in commit order (absent when it is off or nothing was committed). */
+  | { type: "batch"; outcomes: WriteOutcome[]; commitMs: number; lockMs: number; feed?: FeedEvent[] }
+  /** The feed is on: every message with a greater id than `cursor` will be in its events. */
+  | { type: "feedStarted"; cursor: number }
+  | { type: "feedFailed"; error: WireError }
+  /** What other processes committed (or a resync), between batches. */
+  | { type: "feed"; events: FeedEvent[] }
   /** Requests answered without running: past their deadline, or the transaction could not begin. */
   | { type: "unapplied"; outcomes: WriteOutcome[] }
   /** `requested` is false for the writer's own idle checkpoints. */

@@ -1,6 +1,6 @@
 /** Messages of the wire protocol, version 1 (SPEC §6), and their checks. */
 import { invalidArgument, SessionDBError, type WireError } from "../errors.js";
-import { isOpName, isWriteOp, type OpName } from "../operation-catalogue.js";
+import { isWireOp, isWriteOp, type WireOpName } from "../operation-catalogue.js";
 import { parseKey } from "../operations/idempotency-keys.js";
 import { isControlOp, type ControlOp } from "./control.js";
 
@@ -8,7 +8,7 @@ export const PROTOCOL_VERSION = 1;
 
 export interface Request {
   id: number;
-  op: OpName | ControlOp;
+  op: WireOpName | ControlOp;
   args: unknown[];
   /** Optional: how long the client will wait, from when the daemon reads the request; a write
    *  not started by then is never applied. */
@@ -47,7 +47,7 @@ export function parseRequest(value: unknown): Request {
   if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
     throw new SessionDBError("PROTOCOL", "request id must be an unsigned 32-bit integer");
   }
-  if (!isOpName(op) && !isControlOp(op)) {
+  if (!isWireOp(op) && !isControlOp(op)) {
     throw new SessionDBError("PROTOCOL", `unknown op ${JSON.stringify(String(op)).slice(0, 80)}`);
   }
   if (args !== undefined && args !== null && !Array.isArray(args)) {

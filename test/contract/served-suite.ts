@@ -9,6 +9,5 @@ import { daemonOpener } from "../helpers/daemon-opener.js";
 
 /** The contract suite over a handle opened in `mode` while a daemon serves the file. */
 export function runServedContractSuite(mode: "daemon" | "auto"): void {
-  // The daemon's side of watch lands next; until then its cases run on direct mode only.
-  runContractSuite(mode, daemonOpener(mode), { watch: false });
+  runContractSuite(mode, daemonOpener(mode));
 }

@@ -74,6 +74,15 @@ export class RawConnection {
     this.#socket.write(Buffer.concat(requests.map((r) => encodeFrame(r))));
   }
 
+  /** Stops reading the socket (a client that stalls): the daemon's writes pile up in its buffers. */
+  pause(): void {
+    this.#socket.pause();
+  }
+
+  resume(): void {
+    this.#socket.resume();
+  }
+
   /** Half-closes the connection: the test sends nothing more, and replies still come. */
   endWrites(): void {
     this.#socket.end();

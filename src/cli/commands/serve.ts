@@ -21,6 +21,8 @@ interface ServeFlags {
   logFormat: LogFormat;
   slowMs: number;
   keyRetentionHours: number;
+  watchBufferKb: number;
+  maxWatchers: number;
 }
 
 export function registerServe(program: Command): void {
@@ -39,6 +41,8 @@ export function registerServe(program: Command): void {
     .addOption(new Option("--log-format <format>", "text lines, or one JSON object per line (time, level, event; a slow request's op, durationMs, batch)").choices(["text", "json"]).default("text"))
     .option("--slow-ms <ms>", "log a request that takes longer than this as slow (its op, duration, and the group commit it was in)", positiveInt, 1000)
     .option("--key-retention-hours <n>", "keep each write's idempotency key at least this long (older keys are pruned a few hundred at a time)", positiveNumber, 24)
+    .option("--watch-buffer-kb <n>", "event bytes a watch may have unread by its client before it is dropped and told resync", positiveInt, 1024)
+    .option("--max-watchers <n>", "watch subscriptions served at once (past it: OVERLOADED)", positiveInt, 1000)
     .option("--metrics <host:port>", "serve /metrics (Prometheus text) and /health (JSON) over HTTP on this loopback address, e.g. 127.0.0.1:9464 (default: off)")
     .action(async (opts: ServeFlags, command: Command) => {
       const globals = globalsOf(command);
@@ -68,6 +72,8 @@ export function registerServe(program: Command): void {
         log: daemonLog(opts.logFormat),
         slowRequestMs: opts.slowMs,
         keyRetentionHours: opts.keyRetentionHours,
+        watchBufferBytes: opts.watchBufferKb * 1024,
+        maxWatchers: opts.maxWatchers,
         faultInjection: process.env.SESSIONDB_FAULT_INJECTION === "1",
       });
     });
