@@ -279,7 +279,8 @@ export class Daemon {
   #answered(op: string, code: string, receivedAt: number): void {
     this.#requests.record(op, code);
     const durationMs = Date.now() - receivedAt;
-    if (durationMs <= this.options.slowRequestMs) return;
+    // A watch lasts as long as its subscriber wants: never slow.
+    if (durationMs <= this.options.slowRequestMs || op === "watch") return;
     // Settled as its batch's outcomes arrived, before any other batch: the last one is its own.
     const batch = isWriteOp(op) && code === "OK" ? this.#writer.histograms().lastBatchSize : null;
     this.options.log(`slow request: ${op} took ${durationMs} ms (${code})${batch === null ? "" : `, in a group commit of ${batch}`}`, {

@@ -163,7 +163,8 @@ export class WriterClient {
     // Ended, or ending (a client or a write coming meanwhile starts it again, and says so: onWake).
     if (this.#thread === "stopped" || this.#thread === "stopping") return Promise.resolve(true);
     if (this.#closing !== null || this.#thread !== "running" || this.#pending.size > 0 || this.#outbox.length > 0
-      || this.#checkpointWaiters.length > 0 || this.#maintenance.size > 0 || this.#held || this.#deferred.length > 0) {
+      || this.#checkpointWaiters.length > 0 || this.#maintenance.size > 0 || this.#held || this.#deferred.length > 0
+      || this.#feedListener !== null) {
       return Promise.resolve(false);
     }
     return new Promise((resolve) => {
