@@ -467,7 +467,8 @@ class SessionDB(Operations):
         lost = lambda: target.no_daemon("the connection was lost during watch; watch again with "
                                         "after_message_id set to the last message id seen")
         try:
-            return self._watches.add(DaemonWatch(connection, args, self._watches.remove, lost, fallback))
+            return self._watches.add(DaemonWatch(connection, args, self._watches.remove, lost, fallback,
+                                                 lambda: target.connect(time.monotonic() + target.timeout)))
         except Lost:
             connection.close()
             raise lost() from None

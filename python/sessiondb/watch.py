@@ -13,6 +13,7 @@ Events: ``{"type": "message", "message": row}``, ``{"type": "session", "change":
 rows as ``get_messages`` and ``get_session`` return them."""
 from __future__ import annotations
 
+import abc
 import collections
 import queue
 import threading
@@ -61,7 +62,7 @@ def no_watch_op(err: SessionDBError) -> bool:
     return err.code == "PROTOCOL"
 
 
-class Watch:
+class Watch(abc.ABC):
     """The iterator ``SessionDB.watch()`` returns. Iterate it; ``close()`` ends it (idempotent)."""
 
     def __init__(self, on_close: Callable[["Watch"], None]) -> None:
@@ -72,8 +73,9 @@ class Watch:
     def __iter__(self) -> "Watch":
         return self
 
+    @abc.abstractmethod
     def __next__(self) -> Dict[str, Any]:
-        raise NotImplementedError  # each feed's own
+        """The next event; blocks until one comes. StopIteration once closed."""
 
     def close(self) -> None:
         if self._closed:
@@ -82,8 +84,9 @@ class Watch:
         self._end()
         self._on_close(self)
 
+    @abc.abstractmethod
     def _end(self) -> None:
-        raise NotImplementedError
+        """Releases what the feed holds (its connection); called once, from any thread."""
 
     def __enter__(self) -> "Watch":
         return self
@@ -125,24 +128,33 @@ class FileWatch(Watch):
 
 
 class DaemonWatch(Watch):
-    """The feed served by the daemon on a connection of its own."""
+    """The feed served by the daemon on a connection of its own. When that connection is lost or
+    the daemon stops (``UNAVAILABLE``), it watches again on a new connection (``reconnect``: the
+    handle's rules, autostart included) from its cursor, the last message id it gave, asking for a
+    ``resync`` first (what sessions did meanwhile is not known), as the TypeScript client does;
+    when no daemon answers, or the new one fails at once, it raises ``UNAVAILABLE``."""
 
     def __init__(self, connection: Connection, args: Dict[str, Any], on_close: Callable[[Watch], None],
-                 lost: Callable[[], UnavailableError], fallback: Optional[Callable[[], Watch]]) -> None:
+                 lost: Callable[[], UnavailableError], fallback: Optional[Callable[[], Watch]],
+                 reconnect: Optional[Callable[[], Connection]] = None) -> None:
         super().__init__(on_close)
         self._connection = connection
+        self._args = args
+        self._cursor: Optional[int] = args.get("afterMessageId")
         self._lost = lost
+        self._reconnect = reconnect
         # An older daemon answers PROTOCOL (no such op) before any chunk: then the file's feed.
         self._fallback = fallback
         self._delegate: Optional[Watch] = None
+        self._resumed = False  # watched again, and nothing came since: one failure more ends it
         self._id, self._pending = connection.open_stream("watch", [args])
 
     def __next__(self) -> Dict[str, Any]:
         if self._delegate is not None:
             return next(self._delegate)
-        pages = self._pending.pages
-        assert pages is not None
         while not self._events:
+            pages = self._pending.pages
+            assert pages is not None
             if self._closed:
                 raise StopIteration
             try:
@@ -154,26 +166,61 @@ class DaemonWatch(Watch):
                     continue
             if kind == "page":
                 self._fallback = None
-                self._events.extend(event_from_wire(e) for e in value)
+                self._resumed = False
+                for wire in value:
+                    event = event_from_wire(wire)
+                    if event["type"] == "message":
+                        self._cursor = max(self._cursor or 0, event["message"]["id"])
+                    elif event["type"] == "resync":
+                        self._cursor = event["after_message_id"]
+                    self._events.append(event)
                 continue
             closed = self._closed
             self._drop_connection()
-            if kind == "reply":
-                try:
-                    result_of(value)  # the daemon's error ends the feed with it (UNAVAILABLE on shutdown)
-                except SessionDBError as err:
-                    if self._fallback is not None and no_watch_op(err) and not closed:
-                        self._delegate = self._fallback()
-                        return next(self._delegate)
-                    self._finish()
-                    raise
+            if closed:
                 self._finish()
                 raise StopIteration
+            failure: Optional[SessionDBError] = None
+            if kind == "reply":
+                try:
+                    result_of(value)
+                    self._finish()
+                    raise StopIteration
+                except SessionDBError as err:
+                    if self._fallback is not None and no_watch_op(err):
+                        self._delegate = self._fallback()
+                        return next(self._delegate)
+                    failure = err
+            if (failure is None or failure.code == "UNAVAILABLE") and self._resume():
+                continue
             self._finish()
-            if closed:
-                raise StopIteration
+            if failure is not None:
+                raise failure  # the daemon's error (UNAVAILABLE when it stopped and no other answers)
             raise self._lost()
         return self._events.popleft()
+
+    def _resume(self) -> bool:
+        """Watches again on a new connection; False when it cannot (then the feed ends)."""
+        if self._reconnect is None or self._resumed:
+            return False
+        try:
+            connection = self._reconnect()
+        except SessionDBError:
+            return False
+        if self._closed:
+            connection.close()
+            return False
+        args = dict(self._args, resyncFirst=True)
+        if self._cursor is not None:
+            args["afterMessageId"] = self._cursor
+        try:
+            self._id, self._pending = connection.open_stream("watch", [args])
+        except Lost:
+            connection.close()
+            return False
+        self._connection = connection
+        self._resumed = True
+        return True
 
     def _finish(self) -> None:
         if not self._closed:

@@ -232,15 +232,24 @@ def test_the_watch_request_streams_chunks_until_unwatch(existing: Path, tmp: Pat
     fake.close()
 
 
-def test_a_watch_ends_with_the_daemons_error(existing: Path, tmp: Path):
-    fake = wire_daemon(tmp, existing, lambda request: [
-        {"chunk": WIRE_EVENTS[1:2]}, {"ok": False, "error": {"code": "UNAVAILABLE", "message": "shutting down"}}])
+def test_a_daemon_that_stops_is_watched_again_from_the_cursor_then_its_error_ends_the_watch(existing: Path, tmp: Path):
+    unavailable = {"ok": False, "error": {"code": "UNAVAILABLE", "message": "shutting down"}}
+    watches: List[Dict[str, Any]] = []
+
+    def reply(request: Dict[str, Any]) -> Any:
+        watches.append(request)
+        # The first daemon gives a message, then stops; the "next" one fails at once.
+        return [{"chunk": WIRE_EVENTS[1:2]}, unavailable] if len(watches) == 1 else [unavailable]
+
+    fake = wire_daemon(tmp, existing, reply)
     db = SessionDB(existing, socket_path=tmp / "fake.sock", autostart=False)
-    watch = db.watch()
+    watch = db.watch(session_id="s")
     assert next(watch) == PYTHON_EVENTS[1]
     with pytest.raises(Exception) as raised:
         next(watch)
     assert getattr(raised.value, "code", None) == "UNAVAILABLE"
+    assert [w["args"] for w in watches] == [[{"sessionId": "s"}], [{"sessionId": "s", "afterMessageId": 7, "resyncFirst": True}]]
+    assert list(watch) == [], "ended"
     db.close()
     fake.close()
 
@@ -285,3 +294,115 @@ def test_a_daemon_without_watch_leaves_the_feed_to_the_file(existing: Path, tmp:
     feed.close()
     db.close()
     fake.close()
+
+
+# -- through the daemon -----------------------------------------------------------------------
+
+def test_a_daemon_watch_sees_every_change_in_commit_order(db: SessionDB, daemon: Any, engine: str):
+    writer = SessionDB(daemon.db, autostart=False)
+    watch = db.watch(after_message_id=0)
+    assert isinstance(watch, DaemonWatch)
+    feed = Collector(watch)
+    writer.create_session("s", "cli", model="m")
+    assert changes(feed.until(lambda e: e["type"] == "session")) == [("created", "s")]
+    first = writer.append_message("s", "user", "hello", tool_calls=[{"id": "c1"}])
+    event = feed.until(lambda e: e["type"] == "message")[-1]
+    assert event["message"] == [m for m in writer.get_messages("s") if m["id"] == first][0], "the row as get_messages gives it"
+    for call, change in ((lambda: writer.set_session_title("s", "Named"), "titled"),
+                         (lambda: writer.update_token_counts("s", input_tokens=3), "tokens"),
+                         (lambda: writer.end_session("s", "done"), "ended"),
+                         (lambda: writer.reopen_session("s"), "reopened"),
+                         (lambda: writer.clear_messages("s"), "cleared"),
+                         (lambda: writer.delete_session("s"), "deleted")):
+        call()
+        event = feed.until(lambda e: e["type"] == "session")[-1]
+        assert (event["change"], event["session_id"]) == (change, "s")
+        assert event["session"] == (None if change == "deleted" else writer.get_session("s"))
+    feed.close()
+    writer.close()
+
+
+@sqlite_only
+def test_a_daemon_watch_sees_the_reference_writer_and_replays_after_the_cursor(db: SessionDB, daemon: Any):
+    ids = reference(daemon.db, ["create_session", ["r", "cli"], {}], ["append_message", ["r", "user", "one"], {}],
+                    ["append_message", ["r", "user", "two"], {}])
+    feed = Collector(db.watch(session_id="r", after_message_id=ids[1]))
+    assert messages(feed.take(1)) == ["two"], "replayed after the cursor"
+    reference(daemon.db, ["append_message", ["r", "assistant", "three, by the reference's own sqlite3"], {}])
+    assert messages(feed.take(1)) == ["three, by the reference's own sqlite3"]
+    feed.close()
+
+
+def test_close_from_another_thread_and_db_close_end_daemon_watches(db: SessionDB, daemon: Any):
+    idle = Collector(db.watch())
+    idle.close()  # from this thread while the collector's thread waits in next()
+    assert idle.error is None
+    other = SessionDB(daemon.db, autostart=False)
+    waiting = Collector(other.watch(source="cli"))
+    other.close()
+    assert waiting.ended.wait(EVENT_WAIT_S) and waiting.error is None
+    gen = db.watch(after_message_id=0)
+    db.create_session("g", "cli")
+    db.append_message("g", "user", "x")
+
+    def generator():
+        yield from gen
+
+    iterator = generator()
+    assert next(iterator)["type"] in ("message", "session")
+    iterator.close()  # closing the generator ends the watch it iterates
+    assert list(gen) == []
+
+
+def test_a_daemon_that_stops_ends_the_watch_with_unavailable(start_daemon: Any, tmp: Path, bin_env: Path):
+    daemon = start_daemon(tmp / "state.db")
+    db = SessionDB(daemon.db, autostart=False)
+    db.create_session("s", "cli")
+    feed = Collector(db.watch(after_message_id=0))
+    db.append_message("s", "user", "hello")
+    assert messages(feed.until(lambda e: e["type"] == "message")) == ["hello"]
+    daemon.stop()
+    assert feed.ended.wait(EVENT_WAIT_S)
+    assert getattr(feed.error, "code", None) == "UNAVAILABLE", feed.error
+    db.close()
+
+
+def test_the_async_watch_through_the_daemon(daemon: Any):
+    async def run() -> List[Any]:
+        adb = AsyncSessionDB(daemon.db, autostart=False)
+        await adb.create_session("a", "cli")
+        first = await adb.append_message("a", "user", "one")
+        got = []
+        async with adb.watch(session_id="a", after_message_id=0) as feed:
+            await adb.append_message("a", "assistant", "two")
+            async for event in feed:
+                got.append(event)
+                if event["type"] == "message" and event["message"]["content"] == "two":
+                    break
+        await adb.close()
+        assert got[0]["message"]["id"] == first
+        return [e["message"]["content"] for e in got if e["type"] == "message"]
+
+    assert asyncio.run(asyncio.wait_for(run(), EVENT_WAIT_S)) == ["one", "two"]
+
+
+def test_a_watch_resumes_from_its_cursor_on_the_next_daemon(start_daemon: Any, tmp: Path, bin_env: Path):
+    from test_autostart import stop_daemon
+
+    daemon = start_daemon(tmp / "state.db")
+    db = SessionDB(daemon.db)  # autostart on: the reconnect starts the next daemon
+    db.create_session("s", "cli")
+    feed = Collector(db.watch(session_id="s", after_message_id=0))
+    one = db.append_message("s", "user", "one")
+    assert messages(feed.until(lambda e: e["type"] == "message")) == ["one"]
+    daemon.kill()
+    reference(daemon.db, ["append_message", ["s", "user", "two, while no daemon ran"], {}])
+    events = feed.until(lambda e: e["type"] == "message")
+    assert [e["type"] for e in events] == ["resync", "message"], events
+    assert events[0]["after_message_id"] == one, "from the last message id it gave"
+    assert messages(events) == ["two, while no daemon ran"], "replayed after the cursor on the next daemon"
+    db.append_message("s", "user", "three")
+    assert messages(feed.take(1)) == ["three"]
+    feed.close()
+    db.close()
+    stop_daemon(daemon.db)
