@@ -7,6 +7,7 @@ import { openPgDatabase } from "../pg/pg-open.js";
 import { PgReaders } from "./pg-readers.js";
 import { PgSnapshots } from "./pg-snapshots.js";
 import { PgWriter } from "./pg-writer.js";
+import { PgFeed } from "./pg-feed.js";
 import { readOnly } from "../pg/pg-errors.js";
 import { PG_SCHEMA_VERSION, pgSchemaVersion } from "../pg/pg-schema.js";
 
@@ -43,8 +44,8 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
       fileSchemaVersion,
       readOnlyError: () => readOnly(),
       maintenance: null,
-      // The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet: watch answers UNAVAILABLE.
-      feed: null,
+      // LISTEN/NOTIFY (pg/pg-changes.ts), on while someone watches.
+      feed: new PgFeed(resolved.path, readerPool, resolved.log),
       description: `PostgreSQL, ${resolved.readers} reader connections`,
     };
   } catch (err) {

@@ -366,7 +366,6 @@ export class WriterClient {
           this.#running();
           resolve();
         } else if (message.type === "stayed") {
-          this.#wakeAfterStop = false; // it goes on: nothing to start again
           this.#running();
           this.#stopAnswer?.(false);
           this.#stopAnswer = null;

@@ -66,7 +66,7 @@ test("tail prints the last N messages as show does, escapes neutralised; --json 
   assert.equal(bad.code, 2);
 });
 
-for (const mode of ["direct"] as Array<"direct" | "daemon">) {
+for (const mode of ["direct", "daemon"] as const) {
   test(`tail -f on a terminal (${mode}) shows a message the reference appends in another process, until Ctrl-C`, async (t) => {
     const db = await seeded(t, 3);
     if (mode === "daemon") await startDaemon(t, db);
@@ -110,7 +110,7 @@ function startWatch(db: string, args: readonly string[]) {
   };
 }
 
-for (const mode of ["direct"] as Array<"direct" | "daemon">) {
+for (const mode of ["direct", "daemon"] as const) {
   test(`watch --json (${mode}): every session's events, one JSON line each; --source keeps one source`, async (t) => {
     const db = await seeded(t, 1);
     if (mode === "daemon") await startDaemon(t, db);

@@ -5,7 +5,4 @@ import { usePgServer } from "../helpers/postgres.js";
 
 const server = usePgServer();
 
-runContractSuite("postgres, daemon", Object.assign(daemonOpener(), { location: server.fresh }), {
-  // The feed on PostgreSQL (LISTEN/NOTIFY) is not served yet; drop this to run the watch cases.
-  watch: false,
-});
+runContractSuite("postgres, daemon", Object.assign(daemonOpener(), { location: server.fresh }));
