@@ -171,3 +171,25 @@ test("a daemon that shuts down ends each watch with UNAVAILABLE", async (t) => {
   assert.equal((reply.error as { code: string }).code, "UNAVAILABLE");
   assert.equal((await stopped).code, 0);
 });
+
+test("mode auto: a watcher whose daemon stops carries on in direct mode from its cursor, after a resync", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath);
+  const db = await openSessionDB({ path: dbPath, socketPath: daemon.socketPath, mode: "auto" });
+  t.after(() => db.close());
+  assert.equal(db.mode, "daemon");
+  await db.createSession("s", "cli");
+  const watcher = new Watcher(db, { sessionId: "s", afterMessageId: 0 });
+  t.after(() => watcher.stop());
+  const before = await db.appendMessage("s", { role: "user", content: "through the daemon" });
+  await watcher.until(isMessage(before));
+
+  assert.equal((await daemon.stop()).code, 0);
+  const writer = await openSessionDB({ path: dbPath, mode: "direct" });
+  t.after(() => writer.close());
+  const after = await writer.appendMessage("s", { role: "user", content: "written with no daemon" });
+  const events = await watcher.until(isMessage(after));
+  assert.deepEqual(events[0], { type: "resync", afterMessageId: before }, "a resync from its cursor");
+  assert.deepEqual(messageIds(events), [after]);
+  assert.equal(db.mode, "direct", "the handle failed over");
+});
