@@ -12,9 +12,8 @@
 import { SessionDBError, invalidArgument } from "../errors.js";
 import { field, optBool, optObject } from "../operations/args.js";
 import { matchesFilter, parseWatchFilter, type FeedEvent, type WatchFilter } from "../operations/watch-filter.js";
-import { encodeFrame } from "../protocol/frame-codec.js";
+import { chunkFrame, encodeValue } from "../protocol/frame-codec.js";
 import { markReals } from "../protocol/wire-reals.js";
-import type { Chunk } from "../protocol/messages.js";
 import type { WatchEvent } from "../watch-types.js";
 import type { ClientConnection } from "./client-connection.js";
 import type { DaemonFeed } from "./daemon-engine.js";
@@ -174,22 +173,29 @@ export class WatchHub {
       else if (event.type === "resync") this.#cursor = event.afterMessageId;
     }
     if (this.#subscriptions.size === 0) return;
-    // Once for all subscriptions: the rows' REAL columns go out as floats (wire-reals.ts).
+    if (events.some((e) => e.event.type === "resync")) {
+      for (const sub of this.#subscriptions) this.#fellBehind(sub);
+      return;
+    }
+    // Once for all subscriptions: the rows' REAL columns go out as floats (wire-reals.ts), and
+    // each filter's events are picked and encoded once, however many subscriptions share it.
     markReals(events.map((e) => e.event));
+    const byFilter = new Map<string, Picked>();
     for (const sub of this.#subscriptions) {
-      const mine: WatchEvent[] = [];
-      let resync = false;
-      for (const { event, source } of events) {
-        if (event.type === "resync") resync = true;
-        else if (matchesFilter(sub.filter, event, source)) mine.push(event);
+      const key = filterKey(sub.filter);
+      let picked = byFilter.get(key);
+      if (picked === undefined) {
+        const mine = events.filter(({ event, source }) => matchesFilter(sub.filter, event, source)).map((e) => e.event);
+        picked = { events: mine, encoded: null };
+        byFilter.set(key, picked);
       }
-      if (resync) this.#fellBehind(sub);
-      else if (mine.length > 0) this.#deliver(sub, mine);
+      if (picked.events.length > 0) this.#deliver(sub, picked);
     }
   }
 
-  #deliver(sub: Subscription, events: WatchEvent[]): void {
+  #deliver(sub: Subscription, picked: Picked): void {
     if (sub.behind) return;
+    const events = picked.events;
     if (sub.held !== null) {
       sub.held.push(...events);
       // A rough size: the bound is for memory, not exact bytes.
@@ -197,12 +203,13 @@ export class WatchHub {
       if (sub.heldBytes > this.#limits.watchBufferBytes) this.#fellBehind(sub);
       return;
     }
-    this.#write(sub, events);
+    picked.encoded ??= encodeValue(events);
+    this.#write(sub, events, picked.encoded);
   }
 
   /** Writes one chunk frame, unless that would pass the subscription's bound: then it fell behind. */
-  #write(sub: Subscription, events: WatchEvent[]): void {
-    const frame = encodeFrame({ id: sub.id, chunk: events } satisfies Chunk);
+  #write(sub: Subscription, events: WatchEvent[], encoded: Uint8Array = encodeValue(events)): void {
+    const frame = chunkFrame(sub.id, encoded);
     if (sub.connection.unsentBytes + frame.length > this.#limits.watchBufferBytes && sub.connection.unsentBytes > 0) {
       this.#fellBehind(sub);
       return;
@@ -271,6 +278,16 @@ export class WatchHub {
     else sub.fail(err);
     if (this.#subscriptions.size === 0) this.#stop();
   }
+}
+
+/** One filter's events of a commit, and their encoding once the first subscription needs it. */
+interface Picked {
+  events: WatchEvent[];
+  encoded: Uint8Array | null;
+}
+
+function filterKey(filter: WatchFilter): string {
+  return filter.sessionId !== null ? `s:${filter.sessionId}` : filter.source !== null ? `o:${filter.source}` : "*";
 }
 
 /** About how many bytes an event takes on the wire: its text fields, and a little for the rest. */

@@ -60,6 +60,37 @@ function mapsToObjects(value: unknown): unknown {
   return object;
 }
 
+/** One value's MessagePack bytes (no frame header): a watch chunk encoded once for every subscriber (`chunkFrame`). */
+export function encodeValue(value: unknown): Uint8Array {
+  return packr.pack(value);
+}
+
+const CHUNK_KEY = Buffer.from([0xa5, 0x63, 0x68, 0x75, 0x6e, 0x6b]); // fixstr "chunk"
+
+/**
+ * The frame `{id, chunk}` (what `encodeFrame` makes of it, byte for byte) around a chunk already
+ * encoded by `encodeValue`: one commit's events are encoded once, whatever the subscribers.
+ */
+export function chunkFrame(id: number, chunk: Uint8Array): Buffer {
+  const idBytes = id < 0x80 ? 1 : id < 0x100 ? 2 : id < 0x10000 ? 3 : 5;
+  const bodyLength = 1 + 3 + idBytes + CHUNK_KEY.length + chunk.length;
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + bodyLength);
+  frame.writeUInt32BE(bodyLength, 0);
+  let at = HEADER_BYTES;
+  frame[at++] = 0x82; // fixmap of 2
+  frame[at++] = 0xa2; // fixstr "id"
+  frame[at++] = 0x69;
+  frame[at++] = 0x64;
+  if (idBytes === 1) frame[at++] = id;
+  else if (idBytes === 2) (frame[at++] = 0xcc, frame[at++] = id);
+  else if (idBytes === 3) (frame[at++] = 0xcd, frame.writeUInt16BE(id, at), at += 2);
+  else (frame[at++] = 0xce, frame.writeUInt32BE(id, at), at += 4);
+  CHUNK_KEY.copy(frame, at);
+  at += CHUNK_KEY.length;
+  frame.set(chunk, at);
+  return frame;
+}
+
 /** One frame holding `value`, in a buffer of its own (safe to hand to a socket). */
 export function encodeFrame(value: unknown): Buffer {
   const body = packr.pack(value);
