@@ -89,7 +89,7 @@ export class WatchHub {
     const filter = parseWatchFilter(args);
     const resyncFirst = optBool(field(optObject(args[0], "opts"), "resyncFirst"), "opts.resyncFirst", false);
     const feed = this.#feed;
-    if (feed === null) throw new SessionDBError("UNAVAILABLE", "watch is not served on PostgreSQL yet");
+    if (feed === null) throw new SessionDBError("UNAVAILABLE", "this daemon's engine serves no change feed");
     if (this.#closed) throw new SessionDBError("UNAVAILABLE", "the daemon is shutting down");
     if (this.#subscriptions.size >= this.#limits.maxWatchers) {
       throw new SessionDBError("OVERLOADED", `the daemon serves ${this.#limits.maxWatchers} watches (--max-watchers); retry later`);
