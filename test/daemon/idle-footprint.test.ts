@@ -10,8 +10,10 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { test } from "node:test";
 import type { HealthResult } from "../../src/protocol/control.js";
-import { daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
-import { rawGet } from "../helpers/raw-db.js";
+import { join } from "node:path";
+import { SpoolFile } from "../../src/spool/spool-file.js";
+import { daemonStats, freshDbPath, seededDatabase, shortTempDir, startDaemon } from "../helpers/daemon.js";
+import { rawAll, rawGet } from "../helpers/raw-db.js";
 import { waitUntil } from "../helpers/wait-until.js";
 
 function threadCount(pid: number): number {
@@ -146,4 +148,29 @@ test("serve --writer-idle 0 keeps the writer thread with no client; a value that
   await waitUntil("the reader threads to end", () => threadsNamed(daemon.pid, "sdb-reader") === 0);
   assert.equal(threadsNamed(daemon.pid, "sdb-writer"), 1);
   await assert.rejects(() => startDaemon(t, freshDbPath(t), { args: ["--writer-idle", "-1"] }), /--writer-idle/);
+});
+
+test("a spool record written while the writer thread is stopped: the daemon starts it with no client, replays the record, and ends it again", async (t) => {
+  const path = await seededDatabase(t);
+  const home = join(shortTempDir(t), "state");
+  const spoolDir = join(home, "sessiondb", "spool");
+  const daemon = await startDaemon(t, path, { env: { XDG_STATE_HOME: home }, args: ["--writer-idle", "0.2", "--reader-idle", "0.2", "--metrics", "127.0.0.1:0"] });
+  let base = "";
+  await waitUntil("the metrics address logged", () => {
+    base = /metrics on (http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec(daemon.child.stderr)?.[1] ?? "";
+    return base !== "";
+  });
+  await waitUntil("the writer thread to end", () => threadsNamed(daemon.pid, "sdb-writer") === 0);
+  const spool = new SpoolFile(path, spoolDir);
+  await spool.append("idle-key-1", "appendMessage", ["s", { role: "user", content: "spooled while the writer slept" }], Date.now() / 1000);
+  await waitUntil("the daemon to replay the record", () => spool.size() === 0);
+  const contents = rawAll<{ content: string }>(path, "SELECT content FROM messages WHERE session_id = 's'").map((r) => r.content);
+  assert.deepEqual(contents, ["spooled while the writer slept"]);
+  // No client came: the writer the replay started ends again.
+  await waitUntil("the writer thread to end again", () => threadsNamed(daemon.pid, "sdb-writer") === 0);
+  const health = (await (await fetch(`${base}/health`)).json()) as HealthResult;
+  assert.ok(health.writer.idleStops >= 2, `started for the replay and ended again: idleStops ${health.writer.idleStops}`);
+  assert.equal(health.clients, 0);
+  const log = (await daemon.stop()).stderr;
+  assert.match(log, /spool .*: replayed 1 write/);
 });
