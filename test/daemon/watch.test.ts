@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { openSessionDB, type WatchEvent } from "../../src/index.js";
 import { Watcher, isMessage, messageIds, subscribed } from "../contract/watch-contract.js";
-import { daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
+import { controlOf, daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
 import { compiledFixture, lastJsonLine, runToSuccess, sourceFixture, spawnNode, spawnPython } from "../helpers/processes.js";
 import { RawConnection, type Reply } from "../helpers/raw-connection.js";
 import { waitUntil } from "../helpers/wait-until.js";
@@ -192,4 +192,21 @@ test("mode auto: a watcher whose daemon stops carries on in direct mode from its
   assert.deepEqual(events[0], { type: "resync", afterMessageId: before }, "a resync from its cursor");
   assert.deepEqual(messageIds(events), [after]);
   assert.equal(db.mode, "direct", "the handle failed over");
+});
+
+test("a writer thread that dies and is replaced: watchers get a resync from the new thread's cursor, then live events", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath, { env: { SESSIONDB_FAULT_INJECTION: "1" } });
+  const db = await daemon.open(t);
+  await db.createSession("s", "cli");
+  const watcher = new Watcher(db, { sessionId: "s", afterMessageId: 0 });
+  t.after(() => watcher.stop());
+  const before = await db.appendMessage("s", { role: "user", content: "before" });
+  await watcher.until(isMessage(before));
+  await controlOf(db).fault("faultCrashWriter");
+  await waitUntil("the writer thread is replaced", async () => (await daemonStats(db)).writer.restarts >= 1);
+  const resync = await watcher.next();
+  assert.deepEqual(resync, { type: "resync", afterMessageId: before }, "what the dead thread saw last is not known");
+  const after = await db.appendMessage("s", { role: "user", content: "after" });
+  assert.deepEqual(messageIds(await watcher.until(isMessage(after))), [after]);
 });
