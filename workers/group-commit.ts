@@ -6,9 +6,10 @@
  * acknowledged write is durable. Requests whose deadline passes before they start are answered
  * TIMEOUT and never applied.
  */
-import { SessionDBError, isBusyError, toWireError } from "../src/errors.js";
+import { isBusyError, toWireError } from "../src/errors.js";
 import { newerSchemaError } from "../src/sqlite/database-file.js";
 import { KEY_PRUNE_EVERY_MS } from "../src/operations/idempotency-keys.js";
+import { expiredWriteError, mayStart, splitExpired } from "../src/operations/write-deadline.js";
 import { pruneKeys, runKeyedWrite } from "../src/sqlite/keyed-write.js";
 import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";
 import type { FeedEvent } from "../src/operations/watch-filter.js";
@@ -21,10 +22,6 @@ import type { WriterContext } from "./writer-context.js";
 
 function fail(job: WriteJob, err: unknown): WriteOutcome {
   return { seq: job.seq, ok: false, error: toWireError(err) };
-}
-
-function expiredError(job: WriteJob): SessionDBError {
-  return new SessionDBError("TIMEOUT", `${job.op} was not started before its deadline; it was not applied`);
 }
 
 export class GroupCommit {
@@ -151,12 +148,8 @@ export class GroupCommit {
 
   /** Answers the jobs whose deadline has passed, without applying them. Returns the live ones. */
   #dropExpired(jobs: WriteJob[]): WriteJob[] {
-    const now = Date.now();
-    const live = jobs.filter((j) => j.deadline > now);
-    if (live.length < jobs.length) {
-      const expired = jobs.filter((j) => j.deadline <= now);
-      this.#unapplied(expired.map((j) => fail(j, expiredError(j))));
-    }
+    const { live, expired } = splitExpired(jobs);
+    if (expired.length > 0) this.#unapplied(expired.map((j) => fail(j, expiredWriteError(j.op))));
     return live;
   }
 
@@ -192,8 +185,8 @@ export class GroupCommit {
     for (const job of jobs) {
       if (done > 0 && performance.now() - lockedAt > config.maxBatchMs) break;
       // Checked again as each request starts: the ones before it in the batch took time.
-      const outcome = Date.now() < job.deadline ? this.#apply(job, savepoints) : null;
-      outcomes.push(outcome ?? fail(job, expiredError(job)));
+      const outcome = mayStart(job.deadline) ? this.#apply(job, savepoints) : null;
+      outcomes.push(outcome ?? fail(job, expiredWriteError(job.op)));
       done++;
       if (!conn.inTransaction) break; // SQLite rolled the whole transaction back (disk full, I/O error)
       if (outcome !== null && !outcome.ok) {

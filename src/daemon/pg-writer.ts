@@ -9,6 +9,7 @@ import { CommitHistograms } from "./commit-histograms.js";
 import type { PgClient, PgPool } from "../pg/pg-connection.js";
 import { isConnectionError, isRetryablePgError, lostDuringCommit, toPgSessionDBError } from "../pg/pg-errors.js";
 import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
+import { expiredWriteError, splitExpired } from "../operations/write-deadline.js";
 import { prunePgKeys, runPgKeyedWrite } from "../pg/pg-keyed-write.js";
 import { PgChangeNotes } from "../pg/pg-change-notes.js";
 import { reconnectDelayMs } from "../pg/pg-backoff.js";
@@ -275,13 +276,8 @@ async function runRequest(client: PgClient, job: Job, isolated: boolean, notes: 
  * or UNAVAILABLE when PostgreSQL could not be reached (`unreachable`: the last failure); the rest go on.
  */
 function answerExpired(jobs: Job[], unreachable: unknown): Job[] {
-  const now = Date.now();
-  const live: Job[] = [];
-  for (const job of jobs) {
-    if (job.deadline > now) live.push(job);
-    else if (unreachable === null) job.reject(new SessionDBError("TIMEOUT", "the write waited past its deadline and was not applied"));
-    else job.reject(notApplied(toPgSessionDBError(unreachable)));
-  }
+  const { live, expired } = splitExpired(jobs);
+  for (const job of expired) job.reject(unreachable === null ? expiredWriteError(job.op) : notApplied(toPgSessionDBError(unreachable)));
   return live;
 }
 
