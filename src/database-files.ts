@@ -1,5 +1,4 @@
-import { databaseIdentity, socketPathFor } from "./socket-path.js";
-import { isPostgresUrl } from "./database-location.js";
+import { ENGINES, type DatabaseLocation } from "./engine-kind.js";
 
 /** The files that belong to one database: named here once, so no module spells a suffix itself. */
 export interface DatabaseFiles {
@@ -15,17 +14,16 @@ export interface DatabaseFiles {
   readonly daemonLog: string;
 }
 
-/** The files beside a database whose real path is already resolved (see `realDatabasePath`). */
-export function databaseFiles(realPath: string, socketPath?: string): DatabaseFiles {
-  const socket = socketPath ?? socketPathFor(realPath);
-  // A PostgreSQL database has no folder: its lock sits beside its default socket, in the private runtime dir.
-  const lock = isPostgresUrl(realPath) ? socketPathFor(realPath).replace(/\.sock$/, ".daemon-lock") : `${realPath}.daemon-lock`;
+/** The files around a located database (see `locateDatabase`). */
+export function databaseFiles({ engine, path }: DatabaseLocation, socketPath?: string): DatabaseFiles {
+  const files = ENGINES[engine];
+  const socket = socketPath ?? files.socket(path, process.env);
   return {
-    db: databaseIdentity(realPath),
-    wal: `${realPath}-wal`,
-    shm: `${realPath}-shm`,
+    db: files.identity(path, process.env),
+    wal: `${path}-wal`,
+    shm: `${path}-shm`,
     socket,
-    lock,
+    lock: files.lock(path, process.env),
     daemonLog: `${socket.replace(/\.sock$/, "")}.daemon.log`,
   };
 }

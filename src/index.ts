@@ -13,4 +13,4 @@ export { sanitizeFtsQuery, containsCjk } from "./operations/fts-query.js";
 export { SCHEMA_VERSION } from "./sqlite/schema-version.js";
 export { MAX_TEXT_BYTES, MAX_NAME_LENGTH, MAX_FILTER_ENTRIES, MAX_LIMIT } from "./operations/args.js";
 export { saveTrajectory, convertScratchpadToThink, hasIncompleteScratchpad } from "./trajectory.js";
-export { defaultDatabasePath, defaultSocketPath } from "./socket-path.js";
+export { defaultDatabasePath, defaultSocketPath } from "./engine-kind.js";

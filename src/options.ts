@@ -1,16 +1,18 @@
 import { invalidArgument } from "./errors.js";
 import type { OpenOptions } from "./session-db.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./operations/retry-policy.js";
-import { isPostgresUrl } from "./database-location.js";
 import { checkRegularFile } from "./regular-file.js";
 import { keyRetentionHours } from "./operations/idempotency-keys.js";
 import { databaseFiles, type DatabaseFiles } from "./database-files.js";
-import { defaultDatabasePath, realDatabasePath } from "./socket-path.js";
+import { defaultDatabasePath, locateDatabase, type Engine } from "./engine-kind.js";
 import { defaultSpoolDir, SPOOL_MAX_BYTES } from "./spool/spool-file.js";
 
 /** `OpenOptions` with every default applied and every value checked, once, where they enter. */
 export interface ResolvedOptions {
+  /** The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out). */
   readonly path: string;
+  /** Which engine `path` names, decided once, here. */
+  readonly engine: Engine;
   /** The files beside the database, from its real path, resolved once. */
   readonly files: DatabaseFiles;
   /**
@@ -86,9 +88,9 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     throw invalidArgument("option path must be a non-empty string");
   }
   if (options.create !== undefined && typeof options.create !== "boolean") throw invalidArgument("option create must be a boolean");
-  const real = realDatabasePath(options.path ?? defaultDatabasePath());
-  if (!isPostgresUrl(real)) checkRegularFile(real);
-  const files = databaseFiles(real, options.socketPath);
+  const location = locateDatabase(options.path ?? defaultDatabasePath());
+  if (location.engine === "sqlite") checkRegularFile(location.path);
+  const files = databaseFiles(location, options.socketPath);
   const retry: RetryPolicy = {
     budgetMs: nonNegative(options.retry?.budgetMs, "retry.budgetMs", DEFAULT_RETRY.budgetMs),
     maxAttempts: Math.max(1, Math.floor(nonNegative(options.retry?.maxAttempts, "retry.maxAttempts", DEFAULT_RETRY.maxAttempts))),
@@ -106,8 +108,8 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   const spool = resolveSpool(options.spool);
   if (retry.maxDelayMs < retry.minDelayMs) throw invalidArgument("option retry.maxDelayMs must be at least retry.minDelayMs");
   return {
-    // The file's real path; a PostgreSQL URL as given, password included (`files.db` leaves it out).
-    path: real,
+    path: location.path,
+    engine: location.engine,
     files,
     create: options.create ?? true,
     mode,

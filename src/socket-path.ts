@@ -1,74 +1,16 @@
+/** Where a daemon's sockets and locks are named: beside the database, or in the private runtime directory. */
 import { createHash } from "node:crypto";
-import { chmodSync, lstatSync, mkdirSync, realpathSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { chmodSync, lstatSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { SessionDBError } from "./errors.js";
-import { isPostgresUrl, pgIdentity } from "./database-location.js";
-import { hermesHome, refuseTilde } from "./hermes-home.js";
 import { identityName, type FileIdentity } from "./file-identity.js";
-
-/**
- * The default database (SPEC §2): `$SESSIONDB_PATH`, else `$HERMES_HOME/state.db`, else
- * `~/.hermes/state.db`, with Hermes' home found as upstream's `get_hermes_home()` finds it
- * (hermes-home.ts). A leading `~` in either variable is refused: neither is ever expanded.
- */
-export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
-  if (isPostgresUrl(env.SESSIONDB_PATH)) return env.SESSIONDB_PATH;
-  if (env.SESSIONDB_PATH) {
-    refuseTilde("SESSIONDB_PATH", env.SESSIONDB_PATH);
-    return resolve(env.SESSIONDB_PATH);
-  }
-  return join(hermesHome(env), "state.db");
-}
-
-/**
- * The file's real path (links resolved), also for a file that does not exist yet; a PostgreSQL
- * URL as given. A `~` is a name like any other, as the reference's `sqlite3.connect` takes it.
- */
-export function realDatabasePath(path: string): string {
-  if (isPostgresUrl(path)) return path;
-  const absolute = resolve(path);
-  try {
-    return realpathSync(absolute);
-  } catch {
-    try {
-      return join(realpathSync(dirname(absolute)), basename(absolute));
-    } catch {
-      return absolute;
-    }
-  }
-}
 
 /** Unix socket paths must fit in sockaddr_un (108 bytes with the terminating NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
 
-/**
- * The daemon's socket for a database (SPEC §5), computed the same way by daemon and clients:
- * `<real db path>.sock` when it fits, else a hash-named file in a private runtime directory.
- */
-export function defaultSocketPath(databasePath: string, env: NodeJS.ProcessEnv = process.env): string {
-  return socketPathFor(realDatabasePath(databasePath), env);
-}
-
-/** `defaultSocketPath` for a path whose links are already resolved. */
-export function socketPathFor(real: string, env: NodeJS.ProcessEnv = process.env): string {
-  // A PostgreSQL database has no folder of its own: its socket is named by a hash of its identity
-  // (the normalized URL without the password), the same for every spelling of the URL.
-  if (isPostgresUrl(real)) return join(runtimeDirPath(env), `${hashName(pgIdentity(real, env))}.sock`);
-  const beside = `${real}.sock`;
-  if (Buffer.byteLength(beside) <= MAX_SOCKET_PATH_BYTES) return beside;
-  return join(runtimeDirPath(env), `${hashName(real)}.sock`);
-}
-
-function hashName(text: string): string {
-  return createHash("sha256").update(text).digest("hex").slice(0, 32);
-}
-
-/**
- * What a daemon says it serves and a client checks: a file's real path, or a PostgreSQL
- * database's identity (never its password).
- */
-export function databaseIdentity(location: string): string {
-  return isPostgresUrl(location) ? pgIdentity(location) : location;
+/** A file of the private runtime directory named by a hash of `text` (a path too long, a database's identity). */
+export function hashedRuntimePath(text: string, suffix: string, env: NodeJS.ProcessEnv = process.env): string {
+  return join(runtimeDirPath(env), `${createHash("sha256").update(text).digest("hex").slice(0, 32)}${suffix}`);
 }
 
 /**

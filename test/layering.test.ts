@@ -6,8 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 /** Runs `body` (an ES module's text, which may await) in a child whose loader refuses `pkg`. */
 function runRefusing(pkg: string, body: string): { status: number | null; stderr: string } {
@@ -57,4 +59,27 @@ await openPgPool("postgres://nobody@127.0.0.1:1/none", { max: 1, applicationName
   );
   assert.notEqual(status, 0);
   assert.match(stderr, /pg was loaded/);
+});
+
+/** The modules where a location's engine is decided: where options are resolved, and nowhere else. */
+const ENGINE_DECIDED_IN = ["src/engine-kind.ts"];
+
+/** Each `isPostgresUrl(` call (its definition aside) in the sources under `src/`, as "file:line". */
+function isPostgresUrlCalls(): string[] {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const calls: string[] = [];
+  for (const file of readdirSync(join(root, "src"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"))) {
+    const module = relative(root, join(root, "src", file)).split("\\").join("/");
+    readFileSync(join(root, "src", file), "utf8").split("\n").forEach((line, i) => {
+      if (/\bisPostgresUrl\(/.test(line) && !/\bfunction isPostgresUrl\(/.test(line)) calls.push(`${module}:${i + 1}`);
+    });
+  }
+  return calls;
+}
+
+test("a location's engine is decided where options are resolved: isPostgresUrl is called in src/engine-kind.ts only", () => {
+  const calls = isPostgresUrlCalls();
+  assert.ok(calls.some((c) => c.startsWith("src/engine-kind.ts:")), `the calls read: ${calls.join(", ")}`);
+  const elsewhere = calls.filter((c) => !ENGINE_DECIDED_IN.some((m) => c.startsWith(`${m}:`)));
+  assert.deepEqual(elsewhere, [], "take the engine from ResolvedOptions.engine, a DatabaseLocation, or ENGINES (src/engine-kind.ts)");
 });

@@ -4,10 +4,9 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { isPostgresUrl } from "../database-location.js";
 import { CliError } from "./cli-error.js";
 import { checkDatabaseFile } from "./database-file.js";
-import { connectDaemon, filesOf, globalsOf, type DaemonStore } from "./open-store.js";
+import { connectDaemon, globalsOf, resolvedOf, type DaemonStore } from "./open-store.js";
 import { Output } from "./output.js";
 
 /** A request's time limit for these commands: a big file's check or copy takes minutes, not seconds. */
@@ -26,8 +25,9 @@ export interface MaintenanceTarget {
 export async function withMaintenanceTarget(command: Command, body: (target: MaintenanceTarget) => Promise<void>): Promise<void> {
   const globals = globalsOf(command);
   const out = new Output(globals.json === true);
-  const path = filesOf(globals).db;
-  if (isPostgresUrl(path)) {
+  const { engine, files } = resolvedOf(globals);
+  const path = files.db;
+  if (engine === "postgres") {
     await body({ path, postgres: true, daemon: null, out });
     return;
   }

@@ -10,8 +10,7 @@ import { UntrustedSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
 import { refuseTilde } from "../hermes-home.js";
-import { isPostgresUrl } from "../database-location.js";
-import { resolveOptions } from "../options.js";
+import { resolveOptions, type ResolvedOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
 import type { OpenOptions, SessionDB } from "../session-db.js";
 import { CliError } from "./cli-error.js";
@@ -38,9 +37,14 @@ export function openOptions(globals: GlobalOptions, options: OpenOptions = {}): 
   return { ...(globals.db !== undefined ? { path: globals.db } : {}), mode: globals.direct ? "direct" : "auto", ...options };
 }
 
+/** The options for the global flags as the library resolves them (the engine, the files), without opening anything. */
+export function resolvedOf(globals: GlobalOptions): ResolvedOptions {
+  return resolveOptions(openOptions(globals));
+}
+
 /** The database's files for the global flags, as the library resolves them, without opening anything. */
 export function filesOf(globals: GlobalOptions): DatabaseFiles {
-  return resolveOptions(openOptions(globals)).files;
+  return resolvedOf(globals).files;
 }
 
 export interface Store {
@@ -85,8 +89,8 @@ export async function daemonOrRefusal(
 export async function openStore(globals: GlobalOptions, mustExist: boolean): Promise<Store> {
   // Said before SQLite's "unable to open database file"; a file still missing is the library's NOT_FOUND.
   // A PostgreSQL database is the server's to have: opening it creates only sessiondb's tables.
-  const path = filesOf(globals).db;
-  if (!isPostgresUrl(path) && (!mustExist || existsSync(path))) checkDatabaseFile(path);
+  const { engine, files } = resolvedOf(globals);
+  if (engine === "sqlite" && (!mustExist || existsSync(files.db))) checkDatabaseFile(files.db);
   try {
     const db = await openSessionDB(openOptions(globals, { create: !mustExist }));
     return { db, daemon: db.daemon, path: db.files.db };

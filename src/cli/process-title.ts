@@ -5,13 +5,12 @@
  * password before the `@`, `password=` and `sslpassword=`). On Linux, Node writes the title over
  * the argv memory the kernel shows as cmdline, and blanks the rest of it.
  */
-import { isPostgresUrl, pgUrlWithoutSecrets } from "../database-location.js";
+import { shownLocation } from "../engine-kind.js";
 
 /** An argument as `ps` may show it: a URL (alone or as `--flag=URL`) without its secrets. */
 function shown(arg: string): string {
   const flag = /^(--[\w-]+=)(.*)$/s.exec(arg);
-  if (flag !== null && isPostgresUrl(flag[2])) return `${flag[1]}${pgUrlWithoutSecrets(flag[2])}`;
-  return isPostgresUrl(arg) ? pgUrlWithoutSecrets(arg) : arg;
+  return flag !== null ? `${flag[1]}${shownLocation(flag[2]!)}` : shownLocation(arg);
 }
 
 /** Rewrites the process title when an argument carries a secret; leaves it alone otherwise. */

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { isPostgresUrl, pgPassword, pgUrlWithoutSecrets } from "../database-location.js";
+import { pgPassword } from "../database-location.js";
+import { ENGINES } from "../engine-kind.js";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionDBError, toSessionDBError } from "../errors.js";
@@ -36,7 +37,7 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
     if (!options.autostart || toSessionDBError(err).code !== "UNAVAILABLE" || err instanceof HeldFileError) throw err;
   }
   const { db, socket, daemonLog } = options.files;
-  const postgres = isPostgresUrl(options.path);
+  const postgres = options.engine === "postgres";
   if (!options.create && !postgres && !existsSync(db)) {
     throw new SessionDBError("NOT_FOUND", `no database at ${db} (nothing was created, no daemon started)`);
   }
@@ -49,7 +50,7 @@ export async function connectOrStart(options: ResolvedOptions): Promise<DaemonCl
   let exited: number | null = null;
   try {
     // A PostgreSQL URL goes on the command line without its secrets, its password in the environment.
-    const serveDb = postgres ? pgUrlWithoutSecrets(options.path) : db;
+    const serveDb = ENGINES[options.engine].shown(options.path);
     const idleExit = String(Math.max(1, options.autostartIdleExitMs) / 1000);
     const child = spawn(command, [...prefix, "serve", "--db", serveDb, "--socket", socket, "--idle-exit", idleExit], {
       detached: true,

@@ -1,8 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { SessionDBError } from "../errors.js";
+import { databaseIdentity, type DatabaseLocation } from "../engine-kind.js";
 import { fileIdentity, sameFile } from "../file-identity.js";
-import { isPostgresUrl } from "../database-location.js";
-import { databaseIdentity } from "../socket-path.js";
 import { userName } from "../user-name.js";
 import { checkSocket, UntrustedSocketError } from "./socket-trust.js";
 
@@ -56,8 +55,7 @@ export function connectSocket(socketPath: string, connectTimeoutMs: number, onBy
  * by its identity (the URL without its password); a file by its real path, or — opened under
  * another name (a hard link) — by being the same file (device and inode).
  */
-export function servesThis(served: string, path: string): boolean {
-  const expected = databaseIdentity(path);
-  if (served === expected) return true;
-  return !isPostgresUrl(path) && sameFile(fileIdentity(served), fileIdentity(path));
+export function servesThis(served: string, { engine, path }: DatabaseLocation): boolean {
+  if (served === databaseIdentity({ engine, path })) return true;
+  return engine === "sqlite" && sameFile(fileIdentity(served), fileIdentity(path));
 }

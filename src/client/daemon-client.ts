@@ -23,7 +23,6 @@ import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import type { WatchFilter } from "../operations/watch-filter.js";
 import { Store, type SubscribeOptions } from "../store.js";
 import type { WatchEvent } from "../watch-types.js";
-import { databaseIdentity } from "../socket-path.js";
 import type { Engine } from "../session-db.js";
 import { chunkStream } from "./chunk-stream.js";
 import { connectSocket, servesThis, unavailable } from "./connect-socket.js";
@@ -131,8 +130,8 @@ export class DaemonClient extends Store implements DaemonControl {
       if (said?.server !== "sessiondb" || said.protocol !== PROTOCOL_VERSION) {
         throw unavailable(socketPath, `what answers there is not a sessiondb daemon speaking protocol ${PROTOCOL_VERSION} (hello: ${JSON.stringify(hello)?.slice(0, 200)})`);
       }
-      if (!servesThis(hello.database, options.path)) {
-        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${databaseIdentity(options.path)}`);
+      if (!servesThis(hello.database, options)) {
+        throw unavailable(socketPath, `that daemon serves ${hello.database}, not ${options.files.db}`);
       }
       this.server = hello;
     } catch (err) {

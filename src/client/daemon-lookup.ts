@@ -4,7 +4,6 @@ import { fileGuardState } from "../file-guard.js";
 import { fileIdentity } from "../file-identity.js";
 import type { ResolvedOptions } from "../options.js";
 import { databaseFiles } from "../database-files.js";
-import { isPostgresUrl } from "../database-location.js";
 import { identityLockPath, identitySocketPath } from "../socket-path.js";
 import { DaemonClient } from "./daemon-client.js";
 import { UntrustedSocketError } from "./socket-trust.js";
@@ -61,7 +60,7 @@ export async function findDaemon(options: ResolvedOptions): Promise<DaemonClient
     return await firstAnswering(options, sockets);
   } catch (err) {
     // An explicit socket is the only candidate: a daemon holding the file elsewhere is not waited for.
-    if (err instanceof UntrustedSocketError || isPostgresUrl(options.path) || !options.findByIdentity) throw err;
+    if (err instanceof UntrustedSocketError || options.engine === "postgres" || !options.findByIdentity) throw err;
     const found = await awaitHolder(options, sockets);
     if (found === null) throw new NoDaemonError(toSessionDBError(err));
     return found;
@@ -115,7 +114,7 @@ async function awaitHolder(options: ResolvedOptions, sockets: readonly string[])
  * found no daemon (NoDaemonError), so the file is not asked again.
  */
 export async function directOptions(options: ResolvedOptions, nobodyHolds = false): Promise<ResolvedOptions> {
-  if (isPostgresUrl(options.path)) return options;
+  if (options.engine === "postgres") return options;
   const id = fileIdentity(options.path);
   if (id === null) return options;
   if (nobodyHolds) {
@@ -137,7 +136,7 @@ export async function directOptions(options: ResolvedOptions, nobodyHolds = fals
   const served = client.server.database;
   await client.close();
   if (served === options.path) return options;
-  const files = databaseFiles(served);
+  const files = databaseFiles({ engine: "sqlite", path: served });
   return { ...options, path: files.db, files, socketPath: files.socket };
 }
 

@@ -1,6 +1,5 @@
 import { keyRetentionHours } from "../operations/idempotency-keys.js";
 import { availableParallelism } from "node:os";
-import { isPostgresUrl } from "../database-location.js";
 import { checkRegularFile } from "../regular-file.js";
 import { databaseFiles, type DatabaseFiles } from "../database-files.js";
 import { invalidArgument } from "../errors.js";
@@ -9,7 +8,7 @@ import { parseMetricsAddress, type MetricsAddress } from "./metrics-server.js";
 import {
   DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_REPLY_BUFFER_BYTES, DEFAULT_MAX_REQUEST_BYTES_PER_CONNECTION,
 } from "../protocol/frame-limits.js";
-import { defaultDatabasePath, realDatabasePath } from "../socket-path.js";
+import { defaultDatabasePath, locateDatabase, type Engine } from "../engine-kind.js";
 
 export interface DaemonOptions {
   /** The database file, or a PostgreSQL database's `postgres://` URL. Default as SPEC §2. */
@@ -103,6 +102,8 @@ export interface DaemonOptions {
 }
 
 export interface ResolvedDaemonOptions extends Required<Omit<DaemonOptions, "log" | "slowRequestMs" | "idleExitMs" | "metrics" | "listenFd">> {
+  /** Which engine `path` names, decided once, here. */
+  engine: Engine;
   /** Null: the daemon makes its own socket. */
   listenFd: number | null;
   /** Null: no metrics endpoint. */
@@ -125,13 +126,14 @@ function positive(value: number | undefined, name: string, fallback: number): nu
 
 /** Every default applied and every value checked, once, where the options enter. */
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
-  const real = realDatabasePath(options.path ?? defaultDatabasePath());
-  if (!isPostgresUrl(real)) checkRegularFile(real);
-  const files = databaseFiles(real, options.socketPath);
+  const location = locateDatabase(options.path ?? defaultDatabasePath());
+  if (location.engine === "sqlite") checkRegularFile(location.path);
+  const files = databaseFiles(location, options.socketPath);
   const synchronous = options.synchronous ?? "FULL";
   if (synchronous !== "FULL" && synchronous !== "NORMAL") throw invalidArgument("synchronous must be FULL or NORMAL");
   return {
-    path: real,
+    path: location.path,
+    engine: location.engine,
     socketPath: files.socket,
     files,
     readers: Math.floor(positive(options.readers, "readers", Math.min(8, Math.max(2, availableParallelism())))),

@@ -29,7 +29,6 @@ import { BodyPool } from "../protocol/body-pool.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
 import { startPgEngine } from "./pg-daemon-engine.js";
-import { isPostgresUrl } from "../database-location.js";
 import { defaultSpoolDir } from "../spool/spool-file.js";
 import { SpoolReplayer } from "./spool-replayer.js";
 
@@ -168,7 +167,7 @@ export class Daemon {
   static async start(options: DaemonOptions = {}): Promise<Daemon> {
     const resolved = resolveDaemonOptions(options);
     const { files } = resolved;
-    const postgres = isPostgresUrl(resolved.path);
+    const postgres = resolved.engine === "postgres";
     // A PostgreSQL database's lock and socket sit in the private runtime directory (clients never create it).
     if (postgres) privateRuntimeDir();
     else {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { openSessionDB, SpooledError, type SessionDB } from "../../src/index.js";
-import { databaseIdentity } from "../../src/socket-path.js";
+import { databaseIdentity, locateDatabase } from "../../src/engine-kind.js";
 import { SpoolFile } from "../../src/spool/spool-file.js";
 import { shortTempDir, startDaemon } from "../helpers/daemon.js";
 import { usePgServer } from "../helpers/postgres.js";
@@ -37,7 +37,7 @@ test("direct mode: appends while the server is down are spooled, then applied on
   await db.createSession("s", "cli");
   await db.appendMessage("s", { role: "user", content: "before" });
   await spooledWhileDown(db, ["down 0", "down 1", "down 2"]);
-  const spool = new SpoolFile(databaseIdentity(url), dir);
+  const spool = new SpoolFile(databaseIdentity(locateDatabase(url)), dir);
   assert.equal((await spool.pending()).length, 3);
   await db.appendMessage("s", { role: "user", content: "after" });
   assert.deepEqual((await db.getMessages("s")).map((m) => m.content), ["before", "down 0", "down 1", "down 2", "after"]);
@@ -52,7 +52,7 @@ test("a daemon on PostgreSQL replays on its own, once the server is back, what i
   const db = await daemon.open(t, { requestTimeoutMs: 1000, spool: { dir } });
   await db.createSession("s", "cli");
   await spooledWhileDown(db, ["down 0", "down 1"]);
-  const spool = new SpoolFile(databaseIdentity(url), dir);
+  const spool = new SpoolFile(databaseIdentity(locateDatabase(url)), dir);
   await waitUntil("the daemon to replay the spool", () => spool.size() === 0);
   assert.deepEqual((await db.getMessages("s")).map((m) => m.content), ["down 0", "down 1"]);
 });

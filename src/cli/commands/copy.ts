@@ -11,9 +11,8 @@ import type { Command } from "commander";
 import { Presets, SingleBar } from "cli-progress";
 import { SessionDBError } from "../../errors.js";
 import { openSessionDB } from "../../open.js";
-import { isPostgresUrl } from "../../database-location.js";
 import type { SessionDB, SessionExport } from "../../session-db.js";
-import { databaseIdentity, realDatabasePath } from "../../socket-path.js";
+import { databaseIdentity, locateDatabase } from "../../engine-kind.js";
 import { CliError } from "../cli-error.js";
 import { plural } from "../format.js";
 import { importSessions } from "../import-sessions.js";
@@ -46,17 +45,17 @@ export function registerCopy(program: Command): void {
     .action(async (opts: { from: string; to: string }, command: Command) => {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
-      const from = realDatabasePath(opts.from);
-      const to = realDatabasePath(opts.to);
+      const from = locateDatabase(opts.from);
+      const to = locateDatabase(opts.to);
       if (databaseIdentity(from) === databaseIdentity(to)) throw new SessionDBError("INVALID_ARGUMENT", "--from and --to name the same database");
-      if (!isPostgresUrl(from) && !existsSync(from)) throw new CliError("NOT_FOUND", `no database at ${from} to copy from`);
+      if (from.engine === "sqlite" && !existsSync(from.path)) throw new CliError("NOT_FOUND", `no database at ${from.path} to copy from`);
       // Files that are not ours are refused before SQLite opens them, as by every other command.
-      if (!isPostgresUrl(from)) checkDatabaseFile(from);
-      if (!isPostgresUrl(to) && existsSync(to)) checkDatabaseFile(to);
+      if (from.engine === "sqlite") checkDatabaseFile(from.path);
+      if (to.engine === "sqlite" && existsSync(to.path)) checkDatabaseFile(to.path);
       const mode = globals.direct === true ? "direct" : "auto";
-      const source = await openSessionDB({ path: from, mode, create: false });
+      const source = await openSessionDB({ path: from.path, mode, create: false });
       try {
-        const destination = await openSessionDB({ path: to, mode });
+        const destination = await openSessionDB({ path: to.path, mode });
         try {
           const report = await copy(source, destination, { from: databaseIdentity(from), to: databaseIdentity(to) });
           out.result(report, () =>

@@ -1,6 +1,5 @@
 import { statSync } from "node:fs";
 import type { Command } from "commander";
-import { databaseIdentity } from "../../socket-path.js";
 import type { DaemonStats } from "../../protocol/control.js";
 import { prometheusText } from "../../protocol/prometheus-text.js";
 import type { SourceCount } from "../../session-db.js";
@@ -41,7 +40,7 @@ export function registerStats(program: Command): void {
           return;
         }
         const report: StatsReport = {
-          database: databaseIdentity(path),
+          database: path,
           fileBytes: fileSize(path),
           walBytes: fileSize(db.files.wal),
           sessions: await db.sessionCount(),

@@ -2,10 +2,9 @@ import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { DaemonStats } from "../../protocol/control.js";
 import { SessionDBError } from "../../errors.js";
-import { isPostgresUrl } from "../../database-location.js";
 import type { Engine } from "../../session-db.js";
 import { duration, plural, size } from "../format.js";
-import { daemonOrRefusal, filesOf, globalsOf } from "../open-store.js";
+import { daemonOrRefusal, globalsOf, resolvedOf } from "../open-store.js";
 import { Output } from "../output.js";
 
 /** `--json` of `status`. */
@@ -33,7 +32,8 @@ export function registerStatus(program: Command): void {
       const globals = globalsOf(command);
       const out = new Output(globals.json === true);
       // `db`: the real path of a file, or a PostgreSQL URL without its password.
-      const { db: path, socket } = filesOf(globals);
+      const { engine, files } = resolvedOf(globals);
+      const { db: path, socket } = files;
       const { store: client, refused } = await daemonOrRefusal(globals);
       let daemon: DaemonStats | null = null;
       try {
@@ -43,8 +43,8 @@ export function registerStatus(program: Command): void {
       }
       const report: StatusReport = {
         database: path,
-        engine: isPostgresUrl(path) ? "postgres" : "sqlite",
-        exists: isPostgresUrl(path) || existsSync(path),
+        engine,
+        exists: engine === "postgres" || existsSync(path),
         socket,
         daemon, refused, route: daemon !== null && !globals.direct ? "daemon" : "direct",
       };
