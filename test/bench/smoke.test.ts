@@ -77,6 +77,12 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
     assert.ok(cell.cpuUsPerAppend !== null && cell.cpuUsPerAppend.median > 0, `${cell.mode} K=${cell.k}: CPU µs per append`);
   }
   assert.match(stdout, /cpu µs\/append/);
+  // Issue 27's split: the clients' part, the daemon's, and the daemon's writer thread found by its name.
+  for (const cell of result.convoy.summary.filter((c) => c.mode === "daemon")) {
+    assert.ok((cell.clientsUsPerAppend?.median ?? 0) > 0 && (cell.daemonUsPerAppend?.median ?? 0) > 0, `daemon K=${cell.k}: clients' and daemon's CPU per append`);
+    assert.ok((cell.daemonThreadsUsPerAppend?.writer?.median ?? 0) > 0, `daemon K=${cell.k}: the writer thread's CPU per append`);
+  }
+  assert.match(stdout, /### CPU per append: clients, daemon, the daemon's threads/);
   assert.deepEqual(result.convoy.loneAppend.map((l) => l.fsyncDelayMs), [0, 1], "a lone append's breakdown per fsync cost");
   for (const l of result.convoy.loneAppend) {
     assert.ok(l.commitMs !== null && l.roundTripMs !== null && l.sqlMs !== null && l.hopsMs !== null, `fsync +${l.fsyncDelayMs}: every part`);
