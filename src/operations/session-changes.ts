@@ -18,6 +18,25 @@ export interface SessionMark {
   toolCalls: number;
 }
 
+/** A session's mark as both engines select it (their SQL spells `tokens` and `prompt` alike). */
+export interface SessionMarkRow {
+  id: string;
+  source: string;
+  ended_at: number | null;
+  title: string | null;
+  tokens: string;
+  prompt: string;
+  message_count: number;
+  tool_call_count: number;
+}
+
+export function toSessionMark(row: SessionMarkRow): SessionMark {
+  return {
+    source: row.source, ended: row.ended_at, title: row.title, tokens: row.tokens, prompt: row.prompt,
+    messages: row.message_count, toolCalls: row.tool_call_count,
+  };
+}
+
 /**
  * The changes from `before` to `after` (undefined: no row), in the order a reader applies them.
  * Messages appended raise `messages` and are told by their own events, not here.

@@ -11,7 +11,7 @@
  */
 import { SessionDBError } from "../errors.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
-import { sessionChanges, type SessionMark } from "../operations/session-changes.js";
+import { sessionChanges, toSessionMark, type SessionMark, type SessionMarkRow } from "../operations/session-changes.js";
 import type { FeedEvent, WatchFilter } from "../operations/watch-filter.js";
 import type { MessageRow } from "../message-types.js";
 import type { SessionRow } from "../session-types.js";
@@ -29,22 +29,6 @@ const MARK_SELECT = `SELECT id, source, ended_at, title,
   CASE WHEN system_prompt IS NULL THEN 'null'
     ELSE length(system_prompt) || ':' || quote_literal(left(system_prompt, 32)) || quote_literal(right(system_prompt, 32)) END AS prompt,
   message_count, tool_call_count FROM sessions`;
-
-interface MarkRow {
-  id: string;
-  source: string;
-  ended_at: number | null;
-  title: string | null;
-  tokens: string;
-  prompt: string;
-  message_count: number;
-  tool_call_count: number;
-}
-
-const toMark = (row: MarkRow): SessionMark => ({
-  source: row.source, ended: row.ended_at, title: row.title, tokens: row.tokens, prompt: row.prompt,
-  messages: row.message_count, toolCalls: row.tool_call_count,
-});
 
 type StoredMessage = Parameters<typeof decodeMessage>[0] & { _source: string | null };
 
@@ -243,7 +227,7 @@ export class PgChanges {
 async function readMarks(db: PgQueryable, ids: string[] | null): Promise<Map<string, SessionMark>> {
   if (ids !== null && ids.length === 0) return new Map();
   const result = ids === null ? await db.query(MARK_SELECT) : await db.query(`${MARK_SELECT} WHERE id = ANY($1::text[])`, [ids]);
-  return new Map((result.rows as unknown as MarkRow[]).map((row) => [row.id, toMark(row)]));
+  return new Map((result.rows as unknown as SessionMarkRow[]).map((row) => [row.id, toSessionMark(row)]));
 }
 
 async function sessionRows(db: PgQueryable, ids: string[]): Promise<Map<string, SessionRow>> {

@@ -7,7 +7,7 @@
 import type { MessageRow } from "../message-types.js";
 import type { SessionRow } from "../session-types.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
-import { sessionChanges, type SessionMark } from "../operations/session-changes.js";
+import { sessionChanges, toSessionMark, type SessionMark, type SessionMarkRow } from "../operations/session-changes.js";
 import type { FeedEvent, WatchFilter } from "../operations/watch-filter.js";
 import type { SessionChange, WatchEvent } from "../watch-types.js";
 import { sql, type Connection } from "./connection.js";
@@ -24,24 +24,6 @@ const MARK_COLUMNS = `id, source, ended_at,  title,
     || ',' || quote(cost_source) || ',' || quote(pricing_version) AS tokens,
   ifnull(length(system_prompt) || ':' || quote(substr(system_prompt, 1, 32)) || quote(substr(system_prompt, -32)), 'null') AS prompt,
   message_count, tool_call_count`;
-
-interface MarkRow {
-  id: string;
-  source: string;
-  ended_at: number | null;
-  title: string | null;
-  tokens: string;
-  prompt: string;
-  message_count: number;
-  tool_call_count: number;
-}
-
-function toMark(row: MarkRow): SessionMark {
-  return {
-    source: row.source, ended: row.ended_at, title: row.title, tokens: row.tokens, prompt: row.prompt,
-    messages: row.message_count, toolCalls: row.tool_call_count,
-  };
-}
 
 /** The newest message id (0 for none): where a watcher that gives no cursor starts. */
 export function newestMessageId(db: Connection): number {
@@ -143,8 +125,8 @@ export class ChangeReader {
       ? sql(db, `SELECT ${MARK_COLUMNS} FROM sessions WHERE id = ?`).all(sessionId)
       : source !== null
         ? sql(db, `SELECT ${MARK_COLUMNS} FROM sessions WHERE source = ?`).all(source)
-        : sql(db, `SELECT ${MARK_COLUMNS} FROM sessions`).all()) as MarkRow[];
-    return new Map(rows.map((row) => [row.id, toMark(row)]));
+        : sql(db, `SELECT ${MARK_COLUMNS} FROM sessions`).all()) as SessionMarkRow[];
+    return new Map(rows.map((row) => [row.id, toSessionMark(row)]));
   }
 
   #readSome(db: Connection, ids: Iterable<string>): Map<string, SessionMark> {
@@ -152,8 +134,8 @@ export class ChangeReader {
     const { sessionId, source } = this.#filter;
     for (const id of ids) {
       if (sessionId !== null && id !== sessionId) continue;
-      const row = sql(db, `SELECT ${MARK_COLUMNS} FROM sessions WHERE id = ?`).get(id) as MarkRow | undefined;
-      if (row !== undefined && (source === null || row.source === source)) marks.set(id, toMark(row));
+      const row = sql(db, `SELECT ${MARK_COLUMNS} FROM sessions WHERE id = ?`).get(id) as SessionMarkRow | undefined;
+      if (row !== undefined && (source === null || row.source === source)) marks.set(id, toSessionMark(row));
     }
     return marks;
   }
