@@ -1,6 +1,6 @@
 /** Exports (one session, or all streamed in keyset pages) and `importSession` on PostgreSQL. */
 import { SessionDBError } from "../errors.js";
-import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS, type ExportCursor } from "../operations/export-page.js";
+import { fillPage, nextPage, PAGE_SESSIONS, type ExportCursor } from "../operations/export-page.js";
 import type { ImportParams } from "../operations/import-params.js";
 import { MESSAGE_COLUMNS, SESSION_COLUMNS, SESSION_SELECT } from "../operations/rows.js";
 import type { ImportResult, SessionExport, SessionRow } from "../session-db.js";
@@ -85,15 +85,10 @@ export const transferRunners = {
        ORDER BY s.started_at DESC, s.id COLLATE "C" DESC LIMIT ${PAGE_SESSIONS}`,
       [p.source, after?.startedAt ?? null, after?.id ?? null],
     );
-    const items: SessionExport[] = [];
-    let messages = 0;
-    for (const session of sessions) {
-      const exported = { ...session, messages: await messagesOf(db, session.id) };
-      items.push(exported);
-      messages += exported.messages.length;
-      if (messages >= PAGE_MESSAGES) break;
-    }
-    return { items, next: nextPage(items, sessions.length) };
+    const fill = fillPage(sessions);
+    let step = fill.next();
+    while (step.done !== true) step = fill.next(await messagesOf(db, step.value));
+    return { items: step.value, next: nextPage(step.value, sessions.length) };
   }),
 
   importSession: runImport,

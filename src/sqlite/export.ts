@@ -3,7 +3,7 @@ import type { SessionExport, SessionRow } from "../session-db.js";
 import { sql } from "./connection.js";
 import { messagesOf } from "./messages.js";
 import { read, stream } from "./define-operation.js";
-import { nextPage, PAGE_MESSAGES, PAGE_SESSIONS, type ExportCursor } from "../operations/export-page.js";
+import { fillPage, nextPage, PAGE_SESSIONS, type ExportCursor } from "../operations/export-page.js";
 import { SESSION_SELECT } from "../operations/rows.js";
 import { getSessionRow } from "./sessions.js";
 import { inReadSnapshot } from "./transaction.js";
@@ -28,13 +28,8 @@ export const exportAll = stream("exportAll", (db, p, cursor: ExportCursor | null
        AND (@afterStarted IS NULL OR s.started_at < @afterStarted OR (s.started_at = @afterStarted AND s.id < @afterId))
      ORDER BY s.started_at DESC, s.id DESC LIMIT ${PAGE_SESSIONS}`,
   ).all({ source: p.source, afterStarted: cursor?.startedAt ?? null, afterId: cursor?.id ?? null }) as SessionRow[];
-  const items: SessionExport[] = [];
-  let messages = 0;
-  for (const session of sessions) {
-    const exported = { ...session, messages: messagesOf(db, session.id) };
-    items.push(exported);
-    messages += exported.messages.length;
-    if (messages >= PAGE_MESSAGES) break;
-  }
-  return { items, next: nextPage(items, sessions.length) };
+  const fill = fillPage(sessions);
+  let step = fill.next();
+  while (step.done !== true) step = fill.next(messagesOf(db, step.value));
+  return { items: step.value, next: nextPage(step.value, sessions.length) };
 }));
