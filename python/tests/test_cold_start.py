@@ -205,4 +205,4 @@ def test_sessiondb_autostart_0_takes_no_cold_start_and_starts_nothing_but_a_runn
     with SessionDB(existing, autostart=True) as db:
         assert moved(db) and db._connection is not None
         db.create_session("w", "cli")
-        assert db._call("hello", "read", [{}])["pid"] == served.process.pid
+        assert db._call("hello", [{}])["pid"] == served.process.pid

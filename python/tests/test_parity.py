@@ -29,11 +29,11 @@ def node(script: str, payload, env=None):
 
 SOCKET_SCRIPT = f"""
 import {{ readFileSync }} from "node:fs";
-import {{ defaultSocketPath, realDatabasePath, defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
+import {{ defaultSocketPath, locateDatabase, defaultDatabasePath }} from "{REPO}/dist/src/engine-kind.js";
 const paths = JSON.parse(readFileSync(0, "utf8"));
 console.log(JSON.stringify({{
   sockets: paths.map((p) => defaultSocketPath(p)),
-  reals: paths.map((p) => realDatabasePath(p)),
+  reals: paths.map((p) => locateDatabase(p).path),
   fallback: defaultDatabasePath(),
 }}));
 """
@@ -92,7 +92,7 @@ def test_socket_paths_match_the_typescript_derivation(tmp: Path, monkeypatch: py
 
 URL_SCRIPT = f"""
 import {{ readFileSync }} from "node:fs";
-import {{ defaultSocketPath, defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
+import {{ defaultSocketPath, defaultDatabasePath }} from "{REPO}/dist/src/engine-kind.js";
 import {{ pgIdentity, pgPassword, pgUrlWithoutSecrets }} from "{REPO}/dist/src/database-location.js";
 const {{ urls, defaults }} = JSON.parse(readFileSync(0, "utf8"));
 const withEnv = (extra) => ({{ ...process.env, ...extra }});
@@ -207,7 +207,7 @@ def test_the_default_database_path_follows_the_environment(tmp: Path, monkeypatc
 
 TILDE_SCRIPT = f"""
 import {{ readFileSync }} from "node:fs";
-import {{ defaultDatabasePath }} from "{REPO}/dist/src/socket-path.js";
+import {{ defaultDatabasePath }} from "{REPO}/dist/src/engine-kind.js";
 const envs = JSON.parse(readFileSync(0, "utf8"));
 console.log(JSON.stringify(envs.map((extra) => {{
   try {{ return ["ok", defaultDatabasePath({{ ...process.env, ...extra }})]; }}
