@@ -9,6 +9,7 @@
 import { toSessionDBError, toWireError } from "../src/errors.js";
 import { ChangeReader, dataVersion, type FeedEvent } from "../src/sqlite/change-reader.js";
 import type { Connection } from "../src/sqlite/connection.js";
+import { inReadSnapshot } from "../src/sqlite/transaction.js";
 import { touchedSession } from "../src/operations/touched-sessions.js";
 import type { WriteJob } from "../src/daemon/writer-messages.js";
 import type { WriterContext } from "./writer-context.js";
@@ -46,7 +47,7 @@ export class WriterFeed {
     if (this.#reader === null) {
       try {
         this.#version = dataVersion(conn);
-        this.#reader = inReadTransaction(conn, () => new ChangeReader(conn, EVERY_SESSION));
+        this.#reader = inReadSnapshot(conn, () => new ChangeReader(conn, EVERY_SESSION));
       } catch (err) {
         this.#ctx.post({ type: "feedFailed", error: toWireError(err) });
         return;
@@ -97,7 +98,7 @@ export class WriterFeed {
   /** `fn`'s reads on one snapshot; null when they fail (logged). */
   #read<T>(conn: Connection, fn: () => T): T | null {
     try {
-      return inReadTransaction(conn, fn);
+      return inReadSnapshot(conn, fn);
     } catch (err) {
       this.#ctx.post({ type: "log", line: `watch: reading what changed failed: ${toSessionDBError(err).message}; watchers get resync` });
       return null;
@@ -115,12 +116,3 @@ export class WriterFeed {
   }
 }
 
-/** `fn`'s reads on one snapshot (the writer is between batches: no transaction is open). */
-function inReadTransaction<T>(conn: Connection, fn: () => T): T {
-  conn.exec("BEGIN");
-  try {
-    return fn();
-  } finally {
-    if (conn.inTransaction) conn.exec("COMMIT");
-  }
-}

@@ -9,6 +9,7 @@ import { isBusyError, toSessionDBError } from "../errors.js";
 import type { WatchFilter } from "../operations/watch-filter.js";
 import { ChangeReader, dataVersion, type FeedEvent } from "../sqlite/change-reader.js";
 import { openConnection, type Connection } from "../sqlite/connection.js";
+import { inReadSnapshot } from "../sqlite/transaction.js";
 import type { WatchEvent } from "../watch-types.js";
 
 /** How often direct mode looks for commits (documented in docs/library.md, "Watching sessions"). */
@@ -31,7 +32,7 @@ export class PollingWatch {
     const db = openConnection(path, { readonly: true, busyTimeoutMs });
     try {
       const version = dataVersion(db);
-      const reader = inReadTransaction(db, () => new ChangeReader(db, filter));
+      const reader = inReadSnapshot(db, () => new ChangeReader(db, filter));
       return new PollingWatch(db, reader, version);
     } catch (err) {
       db.close();
@@ -69,7 +70,7 @@ export class PollingWatch {
         }
         let look: { events: FeedEvent[]; more: boolean };
         try {
-          look = inReadTransaction(this.#db, () => this.#reader.look(this.#db));
+          look = inReadSnapshot(this.#db, () => this.#reader.look(this.#db));
         } catch (err) {
           if (!isBusyError(err)) throw toSessionDBError(err);
           // The file is being recovered: the next poll looks again.
@@ -89,12 +90,3 @@ export class PollingWatch {
   }
 }
 
-/** `fn`'s reads on one snapshot. */
-function inReadTransaction<T>(db: Connection, fn: () => T): T {
-  db.exec("BEGIN");
-  try {
-    return fn();
-  } finally {
-    if (db.inTransaction) db.exec("COMMIT");
-  }
-}

@@ -7,6 +7,7 @@
  * transaction: the counts and the index comparison are of one snapshot.
  */
 import { sql, type Connection } from "./connection.js";
+import { inReadSnapshot } from "./transaction.js";
 import { toSessionDBError } from "../errors.js";
 import { tableExists } from "./schema.js";
 import type { IndexReport, IntegrityReport } from "../integrity-report.js";
@@ -48,11 +49,11 @@ function sqliteCheck(db: Connection, quick: boolean): string[] {
 }
 
 function runChecks(db: Connection, { quick, ftsContent }: CheckOptions): IntegrityReport {
-  let lines = inTransaction(db, () => sqliteCheck(db, quick));
+  let lines = inReadSnapshot(db, () => sqliteCheck(db, quick));
   if (lines.some((line) => line.startsWith("fts5:"))) {
     // Seen once while other connections merged the index's segments (a daemon's writer), FTS5
     // reported blobs of segments merged away: a damaged index says so again on a new snapshot.
-    const again = new Set(inTransaction(db, () => sqliteCheck(db, quick)));
+    const again = new Set(inReadSnapshot(db, () => sqliteCheck(db, quick)));
     lines = lines.filter((line) => !line.startsWith("fts5:") || again.has(line));
   }
   db.exec("BEGIN");
@@ -80,14 +81,6 @@ function runChecks(db: Connection, { quick, ftsContent }: CheckOptions): Integri
   }
 }
 
-function inTransaction<T>(db: Connection, body: () => T): T {
-  db.exec("BEGIN");
-  try {
-    return body();
-  } finally {
-    if (db.inTransaction) db.exec("COMMIT");
-  }
-}
 
 /** Sessions and messages as this connection sees them now (inside a transaction: its snapshot). */
 export function snapshotCounts(db: Connection): { sessions: number; messages: number } {
