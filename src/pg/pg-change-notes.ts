@@ -8,6 +8,7 @@
  */
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { ImportResult } from "../session-db.js";
+import type { SessionChange } from "../watch-types.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { rows } from "./pg-operation.js";
 
@@ -26,15 +27,37 @@ export interface ChangePayload {
   m?: number[];
   /** Session ids whose row may have changed (created, updated, deleted). */
   s?: string[];
+  /**
+   * The changes the transaction's writes made, in the order they were made: `[i, change]` for
+   * the session `s[i]`. A watcher that reads several transactions on one snapshot tells their
+   * changes in this order (a diff alone would tell them in one fixed order).
+   */
+  c?: [number, SessionChange][];
   /** What changed is not listed (a prune, an id too long for a payload): compare every session. */
   r?: 1;
 }
 
+/** The change a write of `op` makes to its session when it changes it. */
+const CHANGE_OF: Partial<Record<WriteOpName, SessionChange>> = {
+  createSession: "created", ensureSession: "created", importSession: "created", endSession: "ended",
+  reopenSession: "reopened", updateSystemPrompt: "system_prompt", setSessionTitle: "titled",
+  updateTokenCounts: "tokens", clearMessages: "cleared", popMessage: "cleared", deleteSession: "deleted",
+};
+
 /** The changes of one transaction, noted write by write and sent before its COMMIT. */
 export class PgChangeNotes {
   #messages: number[] = [];
-  #sessions = new Set<string>();
+  /** Each session touched, with its place in `s`. */
+  #sessions = new Map<string, number>();
+  /** The changes the writes made, in order: `[place in s, change]`. */
+  #changes: [number, SessionChange][] = [];
   #reread = false;
+
+  #touch(id: string, op: WriteOpName): void {
+    let place = this.#sessions.get(id);
+    if (place === undefined) this.#sessions.set(id, (place = this.#sessions.size));
+    this.#changes.push([place, CHANGE_OF[op]!]);
+  }
 
   /** Notes what a write that succeeded changed (`result`: what it answered). */
   async note(db: PgQueryable, op: WriteOpName, params: unknown, result: unknown): Promise<void> {
@@ -50,19 +73,19 @@ export class PgChangeNotes {
       case "updateSystemPrompt":
       case "setSessionTitle":
       case "deleteSession":
-        this.#sessions.add(p.id!);
+        this.#touch(p.id!, op);
         return;
       case "updateTokenCounts":
-        this.#sessions.add(p.params!.id!);
+        this.#touch(p.params!.id!, op);
         return;
       case "clearMessages":
       case "popMessage":
-        this.#sessions.add(p.sessionId!);
+        this.#touch(p.sessionId!, op);
         return;
       case "importSession": {
         if ((result as ImportResult).status !== "imported") return;
         const id = String(p.session?.id);
-        this.#sessions.add(id);
+        this.#touch(id, op);
         // A new session: every message it has is the import's.
         const imported = await rows<{ id: number }>(db, "SELECT id FROM messages WHERE session_id = $1 ORDER BY id", [id]);
         for (const row of imported) this.#messages.push(row.id);
@@ -83,6 +106,13 @@ export class PgChangeNotes {
   /** The payloads, each under the size limit, in order. */
   payloads(): string[] {
     if (this.#reread) return [JSON.stringify({ r: 1 } satisfies ChangePayload)];
+    const whole: ChangePayload = {};
+    if (this.#sessions.size > 0) [whole.s, whole.c] = [[...this.#sessions.keys()], this.#changes];
+    if (this.#messages.length > 0) whole.m = this.#messages;
+    const one = JSON.stringify(whole);
+    if (Buffer.byteLength(one) <= MAX_PAYLOAD_BYTES) return [one];
+    // Too much for one payload: the sessions, then the messages, in several, without the order of
+    // the sessions' changes (a watcher tells them in one fixed order after the messages).
     const out: string[] = [];
     let sessions: string[] = [];
     let size = 0;
@@ -91,8 +121,7 @@ export class PgChangeNotes {
       sessions = [];
       size = 0;
     };
-    // Sessions first: a new session's created event comes before its messages'.
-    for (const id of this.#sessions) {
+    for (const id of this.#sessions.keys()) {
       const bytes = Buffer.byteLength(JSON.stringify(id)) + 1;
       if (bytes + 16 > MAX_PAYLOAD_BYTES) return [JSON.stringify({ r: 1 } satisfies ChangePayload)];
       if (size + bytes + 16 > MAX_PAYLOAD_BYTES) flushSessions();
@@ -118,7 +147,8 @@ export class PgChangeNotes {
 
   clear(): void {
     this.#messages = [];
-    this.#sessions = new Set();
+    this.#sessions = new Map();
+    this.#changes = [];
     this.#reread = false;
   }
 }

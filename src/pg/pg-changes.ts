@@ -169,11 +169,21 @@ export class PgChanges {
     const ids: number[] = [];
     const sessions = new Set<string>();
     let reread = false;
-    for (const p of payloads) {
+    // Where each event was made, in commit order: [notification, phase, place]; the phases of one
+    // transaction are its created sessions, its messages, its other changes.
+    const madeAt = new Map<string | number, [number, number, number]>();
+    payloads.forEach((p, n) => {
       if (p.r !== undefined) reread = true;
-      for (const id of p.m ?? []) ids.push(id);
+      p.m?.forEach((id, place) => {
+        ids.push(id);
+        if (!madeAt.has(id)) madeAt.set(id, [n, 1, place]);
+      });
       for (const id of p.s ?? []) sessions.add(id);
-    }
+      p.c?.forEach(([i, change], place) => {
+        const key = `${change}\0${p.s?.[i]}`;
+        if (!madeAt.has(key)) madeAt.set(key, [n, change === "created" ? 0 : 2, place]);
+      });
+    });
     const messages: FeedEvent[] = [];
     if (ids.length > 0) {
       const rows = (await db.query(`${MESSAGE_FROM} WHERE m.id = ANY($1::bigint[])`, [ids])).rows as StoredMessage[];
@@ -212,7 +222,12 @@ export class PgChanges {
       if (after === undefined) this.#marks.delete(id);
       else this.#marks.set(id, after);
     }
-    return [...created, ...messages, ...changed];
+    // Among what the notifications say was made, the order it was made in; the rest (a reread's)
+    // by phase: created sessions before all, messages and other changes after.
+    const placed = (list: FeedEvent[], phase: number) => list.map((e) => ({ e, at: madeAt.get(keyOf(e)) ?? [phase === 0 ? -1 : Infinity, phase, 0] }));
+    const order = [...placed(created, 0), ...placed(messages, 1), ...placed(changed, 2)];
+    order.sort(({ at: x }, { at: y }) => compare(x[0], y[0]) || x[1] - y[1] || x[2] - y[2]);
+    return order.map(({ e }) => e);
   }
 
   #fail(err: SessionDBError): void {
@@ -221,6 +236,16 @@ export class PgChanges {
     void this.#listener.end();
     this.#onFailure(err);
   }
+}
+
+/** An event's key in a look's `madeAt`. */
+function keyOf({ event }: FeedEvent): string | number {
+  return event.type === "message" ? event.message.id : event.type === "session" ? `${event.change}\0${event.sessionId}` : "";
+}
+
+/** `a - b` for numbers that may be infinite. */
+function compare(a: number, b: number): number {
+  return a === b ? 0 : a < b ? -1 : 1;
 }
 
 /** Marks of the sessions named (null: of every session). */

@@ -163,3 +163,35 @@ test("a notification's payload stays under PostgreSQL's limit: many ids go in se
     assert.deepEqual(notes.payloads(), ['{"r":1}']);
   })();
 });
+
+test("changes read together are told in the order they were made, not the diff's fixed order", async (t) => {
+  const url = server.fresh(t);
+  const db = await direct(t, url);
+  await db.createSession("a", "cli");
+  const feed = await feedOn(t, url);
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const seen = collect(t, feed.subscribe({ sessionId: "a", source: null, afterMessageId: null }, stop.signal));
+  await waitUntil("registered", () => feed.watchers === 1);
+  // One transaction of three writes (as the daemon's group commit makes): one look sees all three.
+  const pool = await openPgPool(url, { max: 1, applicationName: "watch test writer" });
+  t.after(() => pool.end());
+  const client = await pool.connect();
+  try {
+    const notes = new PgChangeNotes();
+    await client.query("BEGIN");
+    await client.query("UPDATE sessions SET input_tokens = 5 WHERE id = 'a'");
+    await notes.note(client, "updateTokenCounts", { params: { id: "a" } }, null);
+    await client.query("UPDATE sessions SET title = 'Alpha' WHERE id = 'a'");
+    await notes.note(client, "setSessionTitle", { id: "a" }, true);
+    await client.query("UPDATE sessions SET system_prompt = 'be brief' WHERE id = 'a'");
+    await notes.note(client, "updateSystemPrompt", { id: "a" }, null);
+    assert.deepEqual(JSON.parse(notes.payloads()[0]!), { s: ["a"], c: [[0, "tokens"], [0, "titled"], [0, "system_prompt"]] });
+    await notes.send(client);
+    await client.query("COMMIT");
+  } finally {
+    client.release();
+  }
+  await waitUntil("three changes", () => seen.length >= 3);
+  assert.deepEqual(seen.map(label), ["tokens a", "titled a", "system_prompt a"]);
+});
