@@ -77,8 +77,13 @@ export class BenchChild<Report> {
     this.#process.stdin!.write("go\n");
   }
 
-  stop(): void {
-    this.#process.stdin!.write("stop\n");
+  /** Stops the child; `argument` goes with the signal (`stop <argument>`) for a child that needs it. */
+  stop(argument?: string): void {
+    this.#process.stdin!.write(argument === undefined ? "stop\n" : `stop ${argument}\n`);
+  }
+
+  get pid(): number | undefined {
+    return this.#process.pid;
   }
 
   /** The child's report (its last stdout line), once it exited with status 0. */

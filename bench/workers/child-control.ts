@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 export class ChildControl<Config> {
   readonly config: Config;
   #stopped = false;
+  #stopArgument: string | null = null;
   #go: Promise<void>;
   readonly #lines = createInterface({ input: process.stdin });
 
@@ -12,8 +13,9 @@ export class ChildControl<Config> {
     this.#go = new Promise((resolve) => {
       this.#lines.on("line", (line) => {
         if (line === "go") resolve();
-        if (line === "stop") {
+        if (line === "stop" || line.startsWith("stop ")) {
           this.#stopped = true;
+          this.#stopArgument = line.length > 4 ? line.slice(5) : null;
           resolve();
         }
       });
@@ -34,6 +36,11 @@ export class ChildControl<Config> {
   /** True once the parent said `stop` (or went away). */
   get stopped(): boolean {
     return this.#stopped;
+  }
+
+  /** What the parent said with its `stop` (the watch bench's watchers: how many events to wait for), or null. */
+  get stopArgument(): string | null {
+    return this.#stopArgument;
   }
 
   /** Prints the report as the last line and stops listening, so the process can exit. */
