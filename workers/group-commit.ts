@@ -128,7 +128,7 @@ export class GroupCommit {
     const end = performance.now();
     if (outcomes.some((o) => !o.ok && o.error.code === "IO")) this.#wal.reclaimSoon();
     this.#faults.afterCommit();
-    this.#answer(outcomes, end - commitStart, end - lockedAt, committed && this.#feed.on ? this.#feed.afterCommit(jobs) : undefined);
+    this.#answer(outcomes, end - commitStart, end - lockedAt, committed && this.#feed.on ? this.#feed.afterCommit(jobs, outcomes) : undefined);
     return true;
   }
 

@@ -11,7 +11,8 @@ import { ChangeReader, dataVersion, type FeedEvent } from "../src/sqlite/change-
 import type { Connection } from "../src/sqlite/connection.js";
 import { inReadSnapshot } from "../src/sqlite/transaction.js";
 import { touchedSession } from "../src/operations/touched-sessions.js";
-import type { WriteJob } from "../src/daemon/writer-messages.js";
+import { CHANGE_OF, changeKey, inWriteOrder } from "../src/operations/write-changes.js";
+import type { WriteJob, WriteOutcome } from "../src/daemon/writer-messages.js";
 import type { WriterContext } from "./writer-context.js";
 
 /** How often commits by other processes are looked for while someone watches. */
@@ -57,18 +58,29 @@ export class WriterFeed {
     this.#ctx.post({ type: "feedStarted", cursor: this.#reader.cursor });
   }
 
-  /** What a committed batch changed, read just after its COMMIT. */
-  afterCommit(jobs: readonly WriteJob[]): FeedEvent[] {
+  /**
+   * What a committed batch changed, read just after its COMMIT, in the order its writes ran
+   * (`outcomes[i]` is `jobs[i]`'s): the look diffs the batch's sessions in one fixed order, and
+   * one client's pipelined writes (or an end and a title) land in one batch.
+   */
+  afterCommit(jobs: readonly WriteJob[], outcomes: readonly WriteOutcome[]): FeedEvent[] {
     const reader = this.#reader!;
     const { conn } = this.#ctx;
     const ids = new Set<string>();
-    let all = false;
-    for (const job of jobs) {
+    const madeAt = new Map<string | number, number>();
+    let all = Infinity;
+    jobs.forEach((job, place) => {
       const id = touchedSession(job.op, job.params);
-      if (id === null) all = true;
+      if (id === null) all = Math.min(all, place);
       else ids.add(id);
-    }
-    return this.#read(conn, () => reader.lookAt(conn, ids, all)) ?? this.#resync(conn);
+      const outcome = outcomes[place];
+      if (outcome === undefined || !outcome.ok) return; // rolled back alone: it changed nothing
+      const change = CHANGE_OF[job.op];
+      if (change !== undefined && id !== null && !madeAt.has(changeKey(change, id))) madeAt.set(changeKey(change, id), place);
+      if (job.op === "appendMessage" && typeof outcome.result === "number") madeAt.set(outcome.result, place);
+    });
+    const events = this.#read(conn, () => reader.lookAt(conn, ids, all !== Infinity));
+    return events === null ? this.#resync(conn) : inWriteOrder(events, madeAt, all);
   }
 
   /** Commits of other processes since the last look, a page of messages per message to the daemon. */

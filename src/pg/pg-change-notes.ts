@@ -9,6 +9,7 @@
 import type { WriteOpName } from "../operation-catalogue.js";
 import type { ImportResult } from "../session-db.js";
 import type { SessionChange } from "../watch-types.js";
+import { CHANGE_OF } from "../operations/write-changes.js";
 import type { PgQueryable } from "./pg-connection.js";
 import { rows } from "./pg-operation.js";
 
@@ -36,13 +37,6 @@ export interface ChangePayload {
   /** What changed is not listed (a prune, an id too long for a payload): compare every session. */
   r?: 1;
 }
-
-/** The change a write of `op` makes to its session when it changes it. */
-const CHANGE_OF: Partial<Record<WriteOpName, SessionChange>> = {
-  createSession: "created", ensureSession: "created", importSession: "created", endSession: "ended",
-  reopenSession: "reopened", updateSystemPrompt: "system_prompt", setSessionTitle: "titled",
-  updateTokenCounts: "tokens", clearMessages: "cleared", popMessage: "cleared", deleteSession: "deleted",
-};
 
 /** The changes of one transaction, noted write by write and sent before its COMMIT. */
 export class PgChangeNotes {

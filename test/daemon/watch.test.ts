@@ -3,13 +3,14 @@
  * direct-mode process, the reference Python implementation) seen by a TypeScript watcher through
  * it; resumption after a daemon restart; a stalled watcher that never reads gets `resync` while
  * the daemon's memory stays flat; a departed client's subscription ends; the wire's unwatch and
- * shutdown; watch chunks never hold up other replies on the connection.
+ * shutdown; watch chunks never hold up other replies on the connection; writes that commit in one
+ * batch are told in the order they ran.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { openSessionDB, type WatchEvent } from "../../src/index.js";
 import { Watcher, isMessage, messageIds, subscribed } from "../contract/watch-contract.js";
-import { controlOf, daemonStats, freshDbPath, startDaemon } from "../helpers/daemon.js";
+import { controlOf, daemonStats, freshDbPath, holdWriteLock, startDaemon } from "../helpers/daemon.js";
 import { compiledFixture, lastJsonLine, runToSuccess, sourceFixture, spawnNode, spawnPython } from "../helpers/processes.js";
 import { RawConnection, type Reply } from "../helpers/raw-connection.js";
 import { waitUntil } from "../helpers/wait-until.js";
@@ -209,4 +210,32 @@ test("a writer thread that dies and is replaced: watchers get a resync from the 
   assert.deepEqual(resync, { type: "resync", afterMessageId: before }, "what the dead thread saw last is not known");
   const after = await db.appendMessage("s", { role: "user", content: "after" });
   assert.deepEqual(messageIds(await watcher.until(isMessage(after))), [after]);
+});
+
+test("writes group-committed in one batch reach a watcher in the order they ran, not the diff's fixed order", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath);
+  const db = await daemon.open(t);
+  await db.createSession("a", "cli");
+  // The lock holder's own session is of source python: not this watcher's.
+  const watcher = new Watcher(db, { source: "cli", afterMessageId: 0 });
+  t.after(() => watcher.stop());
+  const sync = await db.appendMessage("a", { role: "user", content: "sync" });
+  await watcher.until(isMessage(sync));
+  // Another process holds the write lock while one client pipelines five writes: they wait in
+  // the writer's queue and then commit in one transaction, which one look reads.
+  const lock = await holdWriteLock(t, dbPath);
+  const writes = [
+    db.updateTokenCounts("a", { inputTokens: 5 }),
+    db.createSession("b", "cli"),
+    db.appendMessage("b", { role: "user", content: "in the batch" }),
+    db.setSessionTitle("a", "Alpha"),
+    db.updateSystemPrompt("a", "be brief"),
+  ];
+  await waitUntil("the five writes wait for the lock", async () => (await daemonStats(db)).writer.queueDepth >= writes.length);
+  await lock.release();
+  await Promise.all(writes);
+  const events = await watcher.until((e) => e.type === "session" && e.change === "system_prompt");
+  const label = (e: WatchEvent) => (e.type === "message" ? `message ${e.message.content}` : e.type === "session" ? `${e.change} ${e.sessionId}` : e.type);
+  assert.deepEqual(events.map(label), ["tokens a", "created b", "message in the batch", "titled a", "system_prompt a"]);
 });
