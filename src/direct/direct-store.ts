@@ -15,9 +15,10 @@ import { KEY_PRUNE_EVERY_MS } from "../operations/idempotency-keys.js";
 import { pruneKeys, runKeyedWrite } from "../sqlite/keyed-write.js";
 import { busyFailure, inWriteTransaction, retryDelayMs } from "../sqlite/transaction.js";
 import type { WatchFilter } from "../operations/watch-filter.js";
+import { touchedSession } from "../operations/touched-sessions.js";
 import { Store, type SubscribeOptions } from "../store.js";
 import type { WatchEvent } from "../watch-types.js";
-import { PollingWatch } from "./polling-watch.js";
+import { PollingWatch, tellCommitted } from "./polling-watch.js";
 import { parseCall, WriteQueue } from "./write-queue.js";
 
 /** How often an export's snapshot is checked for holding the WAL back. */
@@ -91,7 +92,8 @@ export class DirectStore extends Store {
       if (key !== null) this.#pruneKeys(db);
       return runKeyedWrite(db, name as WriteOpName, params, key) as ResultOf<K>;
     };
-    return this.#writes.run(() => this.#withRetry(write, true));
+    const committed = () => tellCommitted(this.#options.path, touchedSession(name as WriteOpName, params));
+    return this.#writes.run(() => this.#withRetry(write, true, committed));
   }
 
   /** Expired idempotency keys, a bounded step at most once a minute, in a keyed write's transaction. */
@@ -165,7 +167,8 @@ export class DirectStore extends Store {
   }
 
   /** One attempt per turn of the event loop: other work goes on while a writer waits for its turn. */
-  async #withRetry<T>(fn: () => T, isWrite: boolean): Promise<T> {
+  /** `committed`: a write's, run just after its COMMIT (before anything else can write). */
+  async #withRetry<T>(fn: () => T, isWrite: boolean, committed?: () => void): Promise<T> {
     const { retry } = this.#options;
     const startedAt = performance.now();
     for (let attempt = 1; ; attempt++) {
@@ -173,7 +176,10 @@ export class DirectStore extends Store {
       if (db === null) throw new SessionDBError("CLOSED", "this SessionDB handle is closed");
       try {
         const result = isWrite ? inWriteTransaction(db, () => withCjkCatchUp(db, fn)) : fn();
-        if (isWrite) this.#afterWrite(db);
+        if (isWrite) {
+          committed?.();
+          this.#afterWrite(db);
+        }
         return result;
       } catch (err) {
         if (!isBusyError(err)) throw toSessionDBError(err);

@@ -164,6 +164,26 @@ export function watchContract(open: Opener): void {
       }
     });
 
+    test("writes made one after another, each without waiting for its event, give one event each, in order", async (t) => {
+      const { db } = await fresh(t, open);
+      // PostgreSQL reads the notifications heard together on one snapshot (docs/postgres.md, Watching).
+      if (db.engine === "postgres") return t.skip("PostgreSQL compares the sessions of the notifications heard together");
+      const watcher = new Watcher(db, { afterMessageId: 0 });
+      t.after(() => watcher.stop());
+      await subscribed(db, watcher);
+      await db.createSession("s", "cli");
+      await db.setSessionTitle("s", "a title");
+      const id = await db.appendMessage("s", { role: "user", content: "one" });
+      await db.updateTokenCounts("s", { inputTokens: 3 });
+      await db.endSession("s", "done");
+      await db.reopenSession("s");
+      await db.endSession("s", "again");
+      await db.deleteSession("s");
+      const events = await watcher.until((e) => e.type === "session" && e.change === "deleted");
+      const told = events.map((e) => (e.type === "session" ? e.change : e.type === "message" ? e.message.id : e.type));
+      assert.deepEqual(told, ["created", "titled", id, "tokens", "ended", "reopened", "ended", "deleted"]);
+    });
+
     test("a filtered watch gets its sessions' events only", async (t) => {
       const { db } = await fresh(t, open);
       const cli = new Watcher(db, { source: "cli", afterMessageId: 0 });
