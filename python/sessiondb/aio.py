@@ -8,7 +8,7 @@ import functools
 import os
 import socket
 import time
-from typing import Any, AsyncIterator, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Optional, Union
 
 from . import forks
 from .autostart import IDLE_EXIT_S
@@ -18,6 +18,7 @@ from .errors import ClosedError, DeadlineError, SessionDBError, UnavailableError
 from .idempotency import Resends, write_key
 from .operations import Operations
 from .paths import check_socket_trust
+from .spool import REFUSED_CODES, SPOOLED_CODES, open_spool, replay_args, spool_write
 from .watch import watch_args
 from .aio_watch import AsyncWatch
 from .protocol_description import CONTROL, KEYED_OPS, OPERATION_KINDS, READ, WRITE
@@ -196,8 +197,9 @@ class AsyncSessionDB(Operations):
 
     def __init__(self, db_path: Optional[PathLike] = None, *, socket_path: Optional[PathLike] = None,
                  timeout: float = 30.0, autostart: bool = True,
-                 autostart_idle_exit: float = IDLE_EXIT_S) -> None:
+                 autostart_idle_exit: float = IDLE_EXIT_S, spool: Union[bool, Dict[str, Any]] = False) -> None:
         self._target = Target(db_path, socket_path, timeout, autostart, autostart_idle_exit)
+        self._spool = open_spool(spool, self._target.database)
         self.db_path = self._target.db_path
         self._connection: Optional[AsyncConnection] = None
         self._connecting: Optional[asyncio.Lock] = None
@@ -234,6 +236,12 @@ class AsyncSessionDB(Operations):
 
     async def connect(self) -> "AsyncSessionDB":
         await self._connected(time.monotonic() + self._target.timeout)
+        if self._spool is not None and self._spool.pending():
+            try:
+                await self.replay_spool()
+            except SessionDBError as err:
+                if err.code not in SPOOLED_CODES:
+                    raise  # else: still unreachable; the next write replays first
         return self
 
     async def _open_first(self, deadline: float) -> AsyncConnection:
@@ -280,6 +288,8 @@ class AsyncSessionDB(Operations):
         """As SessionDB's: the op's kind is protocol.json's."""
         kind = OPERATION_KINDS.get(op, CONTROL)
         attempts = Attempts(self._target, op, kind)
+        if op in KEYED_OPS and self._spool is not None:
+            return await self._spooled_write(op, args, write_key(key), attempts.deadline)
         if op in KEYED_OPS:
             return await self._keyed_write(op, args, write_key(key), attempts.deadline)
         for _ in attempts:
@@ -303,6 +313,38 @@ class AsyncSessionDB(Operations):
                 resends.sent = resends.sent or failed.code == "OUTCOME_UNKNOWN"
                 err = failed
             await asyncio.sleep(resends.again(err))
+
+    async def _spooled_write(self, op: str, args: List[Any], key: str, deadline: float) -> Any:
+        """As SessionDB's: what the spool holds goes first (the caller's order); a write that cannot
+        be applied before its deadline is spooled, with the time it was made, and raises SpooledError."""
+        assert self._spool is not None
+        made = time.time()
+        try:
+            if self._spool.pending():
+                await self.replay_spool(deadline)
+            return await self._keyed_write(op, args, key, deadline)
+        except SessionDBError as err:
+            if err.code not in SPOOLED_CODES:
+                raise
+            raise spool_write(self._spool, err, key, op, args, made) from err
+
+    async def replay_spool(self, deadline: Optional[float] = None) -> int:
+        """As SessionDB's: applies this database's spooled writes, in order, each once (by its key);
+        returns how many. Raises the error of the first that cannot be applied yet (it stays)."""
+        if self._spool is None:
+            return 0
+        deadline = deadline if deadline is not None else time.monotonic() + self._target.timeout
+        applied = 0
+        for record in self._spool.pending():
+            try:
+                await self._keyed_write(record["op"], replay_args(record), record["key"], deadline)
+            except SessionDBError as err:
+                if err.code not in REFUSED_CODES:
+                    raise
+                # Refused for good (a conflict, a constraint): replaying it again changes nothing.
+            self._spool.acknowledge(record["key"])
+            applied += 1
+        return applied
 
     async def export_all(self, source: Optional[str] = None) -> List[Dict[str, Any]]:
         return [item async for item in self.iter_export_all(source)]

@@ -116,3 +116,58 @@ def test_a_full_spool_takes_no_write_and_the_call_raises_the_original_error_sayi
 def test_a_bad_spool_option_is_invalid_argument(tmp: Path, option):
     with pytest.raises(InvalidArgumentError):
         SessionDB(tmp / "state.db", autostart=False, spool=option)
+
+
+def test_async_appends_while_the_file_is_locked_past_the_budget_are_spooled_then_replayed_once_in_order(start_daemon, tmp: Path):
+    """AsyncSessionDB(spool=...) as SessionDB: SpooledError while the lock is held, the spool
+    replayed before its next write, each record once, in order, at the time its call was made."""
+    import asyncio
+
+    from sessiondb.aio import AsyncSessionDB
+
+    daemon = start_daemon(tmp / "state.db")
+    spool_dir = tmp / "spool"
+
+    async def main() -> None:
+        async with AsyncSessionDB(daemon.db, autostart=False, timeout=1, spool={"dir": spool_dir}) as db:
+            await db.create_session("s", "cli")
+            await db.append_message("s", "user", "before")
+            holder = sqlite3.connect(str(daemon.db), isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+            try:
+                for i in range(3):
+                    with pytest.raises(SpooledError) as caught:
+                        await db.append_message("s", "user", f"spooled {i}")
+                    assert caught.value.code == "SPOOLED"
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            assert len(Spool(str(daemon.db), spool_dir).pending()) == 3
+            await db.append_message("s", "user", "after")  # the spool goes first: the caller's order
+            assert await db.replay_spool() == 0
+
+    asyncio.run(main())
+    spool = Spool(str(daemon.db), spool_dir)
+    assert spool.pending() == [] and spool.path.stat().st_size == 0
+    assert stat.S_IMODE(os.stat(spool.path).st_mode) == 0o600
+    rows = run_sql(daemon.db, "SELECT content FROM messages WHERE session_id = 's' ORDER BY id")
+    assert [r[0] for r in rows] == ["before", *[f"spooled {i}" for i in range(3)], "after"]
+
+
+def test_async_opening_replays_what_the_spool_holds(start_daemon, tmp: Path):
+    import asyncio
+
+    from sessiondb.aio import AsyncSessionDB
+
+    daemon = start_daemon(tmp / "state.db")
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+    spool = Spool(str(daemon.db), tmp / "spool")
+    spool.append("k1", "appendMessage", ["s", {"role": "user", "content": "spooled earlier"}], 1_700_000_000.5)
+
+    async def main() -> None:
+        async with AsyncSessionDB(daemon.db, autostart=False, spool={"dir": tmp / "spool"}) as db:
+            assert [m["content"] for m in await db.get_messages("s")] == ["spooled earlier"]
+
+    asyncio.run(main())
+    assert spool.pending() == []

@@ -80,8 +80,8 @@ def test_methods_parameters_and_defaults_are_the_references():
 def test_the_constructor_takes_the_reference_db_path_first_then_keywords():
     for cls in (SessionDB, AsyncSessionDB):
         params = inspect.signature(cls).parameters
-        spool = ["spool"] if cls is SessionDB else []  # the durable spool: SessionDB only, for now
-        assert list(params) == ["db_path", "socket_path", "timeout", "autostart", "autostart_idle_exit", *spool]
+        assert list(params) == ["db_path", "socket_path", "timeout", "autostart", "autostart_idle_exit", "spool"]
+        assert params["spool"].default is False
         assert params["db_path"].default is None
         assert params["socket_path"].kind is inspect.Parameter.KEYWORD_ONLY
         assert (params["timeout"].default, params["autostart"].default) == (30.0, True)
