@@ -14,7 +14,7 @@
  * run reports CPU time per append: the daemon's by thread (main, writer, readers, the rest), the
  * writers' and the watchers' processes, and the share of the machine's cores busy, so that what
  * the watchers cost the daemon is told apart from the watcher processes' own CPU on a small
- * machine. The JSON goes to bench/results/<timestamp>-watch.json.
+ * machine, and the throughput ratio those CPU figures allow where the cores are the limit. The JSON goes to bench/results/<timestamp>-watch.json.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -197,6 +197,19 @@ async function stalledWatcher(socketDir: string, stalled: boolean): Promise<{ sa
   }
 }
 
+/**
+ * On a machine whose cores all the processes share and fill (the bench's 2-core one), throughput
+ * is about cores / CPU per append: the ratio the runs' CPU per append allows with every process
+ * counted, and with the watcher processes' own CPU left out (what the daemon's side of the feed
+ * alone would allow). Null without the daemon's figures.
+ */
+function cpuCeiling(alone: RunCpu, watched: RunCpu): { all: number; withoutWatchers: number } | null {
+  if (alone.daemonTotalMsPerAppend === null || watched.daemonTotalMsPerAppend === null) return null;
+  const aloneMs = alone.daemonTotalMsPerAppend + alone.writersMsPerAppend;
+  const watchedMs = watched.daemonTotalMsPerAppend + watched.writersMsPerAppend;
+  return { all: aloneMs / (watchedMs + (watched.watchersMsPerAppend ?? 0)), withoutWatchers: aloneMs / watchedMs };
+}
+
 function cpuRow(cpu: RunCpu): string {
   const d = cpu.daemonMsPerAppend;
   const daemon = d === null ? "n/a" : `${THREAD_ROLES.map((r) => d[r].toFixed(3)).join(" / ")} (${cpu.daemonTotalMsPerAppend!.toFixed(3)})`;
@@ -213,6 +226,7 @@ try {
   log(`writers alone: ${(alone.count / alone.seconds).toFixed(0)} appends/s`);
   const watched = await withWatchers(socketDir);
   const ratio = watched.writers.count / watched.writers.seconds / (alone.count / alone.seconds);
+  const ceiling = cpuCeiling(aloneCpu, watched.cpu);
   log(`with watchers: ${(watched.writers.count / watched.writers.seconds).toFixed(0)} appends/s (${ratio.toFixed(2)}×)`);
   const stalled = await stalledWatcher(socketDir, true);
   const control = await stalledWatcher(socketDir, false);
@@ -226,6 +240,7 @@ try {
     watched: {
       appendsPerS: watched.writers.count / watched.writers.seconds,
       ratio,
+      cpuCeiling: ceiling,
       commitToEventMs: watched.fromStamp,
       latencyMs: watched.latency,
       sendToEventMs: watched.fromSend,
@@ -253,6 +268,7 @@ try {
     "|---|---|---|",
     `| writers alone (K = ${clients}) | ${result.alone.appendsPerS.toFixed(0)} appends/s | |`,
     `| writers beside ${clients} watchers | ${result.watched.appendsPerS.toFixed(0)} appends/s (${ratio.toFixed(2)}×) | ≥ 0.9× |`,
+    `| the ratio the CPU per append allows where the cores are the limit: all processes / without the watcher processes' own | ${ceiling === null ? "n/a" : `${ceiling.all.toFixed(2)}× / ${ceiling.withoutWatchers.toFixed(2)}×`} | |`,
     `| commit-to-event p50 / p99 / max (from the message's timestamp, taken by the writer thread just before COMMIT) | ${watched.fromStamp.p50.toFixed(2)} / ${watched.fromStamp.p99.toFixed(2)} / ${watched.fromStamp.max.toFixed(1)} ms (${watched.fromStamp.count} samples) | ≤ 2 / ≤ 10 ms |`,
     `| send-to-event p50 / p99 / max (an upper bound) | ${watched.fromSend.p50.toFixed(2)} / ${watched.fromSend.p99.toFixed(2)} / ${watched.fromSend.max.toFixed(1)} ms (${watched.fromSend.count} samples) | |`,
     `| ack-to-event p50 / p99 / max (negative: before the writer's reply) | ${watched.latency.p50.toFixed(2)} / ${watched.latency.p99.toFixed(2)} / ${watched.latency.max.toFixed(1)} ms | |`,

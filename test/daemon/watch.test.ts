@@ -239,3 +239,25 @@ test("writes group-committed in one batch reach a watcher in the order they ran,
   const label = (e: WatchEvent) => (e.type === "message" ? `message ${e.message.content}` : e.type === "session" ? `${e.change} ${e.sessionId}` : e.type);
   assert.deepEqual(events.map(label), ["tokens a", "created b", "message in the batch", "titled a", "system_prompt a"]);
 });
+
+test("writes to many sessions at once (pipelined, so group-committed together): each session's changes and messages reach a watcher once, in each session's order", async (t) => {
+  const dbPath = freshDbPath(t);
+  const daemon = await startDaemon(t, dbPath);
+  const db = await daemon.open(t);
+  // One client's pipelined writes to 40 sessions: one group commit names them all.
+  const ids = Array.from({ length: 40 }, (_, i) => `s${i}`);
+  await Promise.all(ids.map((id) => db.createSession(id, "cli")));
+  const watcher = new Watcher(db, { afterMessageId: 0 });
+  t.after(() => watcher.stop());
+  await subscribed(db, watcher);
+  const appended = await Promise.all(ids.map((id) => db.appendMessage(id, { role: "user", content: `to ${id}` })));
+  await Promise.all(ids.map((id) => db.setSessionTitle(id, `title of ${id}`)));
+  const last = await db.appendMessage("s0", { role: "user", content: "last" });
+  const events = await watcher.until(isMessage(last));
+  assert.deepEqual(messageIds(events), [...appended, last], "every message once, in commit order");
+  for (const id of ids) {
+    const own = events.filter((e) => (e.type === "session" && e.sessionId === id) || (e.type === "message" && e.message.session_id === id));
+    const told = own.map((e) => (e.type === "session" ? `${e.change}:${e.session?.title}` : e.type === "message" ? `message:${e.message.content}` : e.type));
+    assert.deepEqual(told.slice(0, 2), [`message:to ${id}`, `titled:title of ${id}`], `${id}: its message, then its title once`);
+  }
+});
