@@ -1,9 +1,9 @@
 /**
  * The group commit: everything queued (up to `maxBatch` requests, for at most `maxBatchMs`) runs
- * in one `BEGIN IMMEDIATE` transaction; when a request fails, the batch rolls back to its start
- * and runs again with a savepoint per request, so the failing one rolls back alone and gets its
- * own error (a batch in which nothing fails pays for no savepoints). Outcomes go back to the main thread only after COMMIT, so an
- * acknowledged write is durable. Requests whose deadline passes before they start are answered
+ * in one `BEGIN IMMEDIATE` transaction; when a request fails, the batch is rolled back and runs
+ * again in a new transaction with a savepoint per request, so the failing one rolls back alone and
+ * gets its own error (a batch in which nothing fails has no savepoint at all). Outcomes go back to
+ * the main thread only after COMMIT, so an acknowledged write is durable. Requests whose deadline passes before they start are answered
  * TIMEOUT and never applied.
  */
 import { isBusyError, toWireError } from "../src/errors.js";
@@ -83,12 +83,21 @@ export class GroupCommit {
     }
     if (jobs.length === 0) return true;
     const lockedAt = performance.now();
-    tx.batchSavepoint.run();
+    // No savepoint around the batch: with one open, every statement makes FTS5 flush its pending
+    // terms to disk (its xSavepoint), and every page first written goes to the statement journal.
     let { outcomes, done, failed } = this.#runJobs(jobs, lockedAt, false);
     if (failed && conn.inTransaction) {
-      // A request failed, maybe halfway through its statements: the batch starts again from its
-      // savepoint, each request in a savepoint of its own, so the failing one rolls back alone.
-      tx.rollbackToBatch.run();
+      // A request failed, maybe halfway through its statements: the batch is rolled back and runs
+      // again in a new transaction, each request in a savepoint of its own, so the failing one
+      // rolls back alone. Another process may take the lock in between: the jobs then wait in
+      // the queue, as at any busy BEGIN.
+      tx.rollback.run();
+      const again = this.#acquireLock(jobs);
+      if (again === null) {
+        queue.unshift(...jobs);
+        return false;
+      }
+      if (again.length === 0) return true;
       ({ outcomes, done } = this.#runJobs(jobs, lockedAt, true));
     }
     queue.unshift(...jobs.slice(done));

@@ -4,9 +4,6 @@ import type { FromWriter, WriterConfig } from "../src/daemon/writer-messages.js"
 /** Transaction control, prepared once: these run once per batch, and per request when one fails. */
 export interface TransactionStatements {
   begin: Statement;
-  /** Taken right after BEGIN: a batch in which a request failed rolls back to here and runs again, a savepoint per request. */
-  batchSavepoint: Statement;
-  rollbackToBatch: Statement;
   commit: Statement;
   rollback: Statement;
   savepoint: Statement;
@@ -17,8 +14,6 @@ export interface TransactionStatements {
 export function prepareTransactionStatements(conn: Connection): TransactionStatements {
   return {
     begin: conn.prepare("BEGIN IMMEDIATE"),
-    batchSavepoint: conn.prepare("SAVEPOINT batch"),
-    rollbackToBatch: conn.prepare("ROLLBACK TO batch"),
     commit: conn.prepare("COMMIT"),
     rollback: conn.prepare("ROLLBACK"),
     savepoint: conn.prepare("SAVEPOINT request"),
