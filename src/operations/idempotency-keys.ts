@@ -6,6 +6,7 @@
  * engines keep the keys in a table of their own (`sessiondb_idempotency`; SQLite:
  * sqlite/keyed-write.ts, PostgreSQL: pg/pg-keyed-write.ts).
  */
+import * as cryptoModule from "node:crypto";
 import { createHash, randomUUID } from "node:crypto";
 import { invalidArgument, SessionDBError } from "../errors.js";
 import { arity } from "./args.js";
@@ -47,10 +48,33 @@ export function parseKey(value: unknown, op: string): string | null {
  * Bytes (a reference-style `tokenCountBound`) count as their hex.
  */
 export function writeDigest(op: string, params: unknown): string {
-  const text = JSON.stringify([op, params], (_key, value: unknown) =>
-    value instanceof Uint8Array ? { bytes: Buffer.from(value).toString("hex") } : value,
-  );
-  return createHash("sha256").update(text).digest("hex");
+  // A replacer takes JSON.stringify off its fast path, and most writes hold no bytes: without
+  // any, the text is the same without it.
+  const text = holdsBytes(params)
+    ? JSON.stringify([op, params], (_key, value: unknown) => (value instanceof Uint8Array ? { bytes: Buffer.from(value).toString("hex") } : value))
+    : JSON.stringify([op, params]);
+  return sha256Hex(text);
+}
+
+/** Whether `value` has a Uint8Array anywhere in it (arrays and objects, as JSON.stringify walks them). */
+function holdsBytes(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (value instanceof Uint8Array) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsBytes(item)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && holdsBytes((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
+/** Node's one-shot hash (20.12 on) makes no Hash object per digest; older Nodes make one. */
+const oneShotHash = (cryptoModule as { hash?: (algorithm: string, data: string, encoding: "hex") => string }).hash;
+
+function sha256Hex(text: string): string {
+  return oneShotHash !== undefined ? oneShotHash("sha256", text, "hex") : createHash("sha256").update(text).digest("hex");
 }
 
 /** A write's result as the table keeps it: a JSON array holding it, empty for a write that returns nothing. */
