@@ -33,6 +33,13 @@ export function identityName(id: FileIdentity): string {
  */
 export function stillServed(path: string, served: FileIdentity): boolean {
   try {
+    // Checked after every commit: a plain stat is cheaper than a bigint one, and exact while the
+    // numbers are safe integers (a larger one is checked as bigints).
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (stat === undefined) return false;
+    if (Number.isSafeInteger(stat.dev) && Number.isSafeInteger(stat.ino)) {
+      return stat.dev === Number(served.dev) && stat.ino === Number(served.ino);
+    }
     return sameFile(fileIdentity(path), served);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code !== "ENOTDIR";

@@ -30,7 +30,12 @@ export class WriterLoop {
   #pendingCheckpoint: "PASSIVE" | "TRUNCATE" | null = null;
   #closing = false;
   #scheduled = false;
+  /**
+   * Fires `idleCheckpointMs` after the loop last went idle, while `#idleArmed`. One timer for the
+   * thread's life, refreshed as each turn ends idle: no timer made and cancelled per batch.
+   */
   #idleTimer: NodeJS.Timeout | null = null;
+  #idleArmed = false;
   /** When the current run of back-to-back transactions began (null while idle). */
   #busySince: number | null = null;
   /** Set by the daemon while it makes room for a TRUNCATE checkpoint: writes wait in the queue. */
@@ -104,10 +109,8 @@ export class WriterLoop {
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
-    if (this.#idleTimer !== null) {
-      clearTimeout(this.#idleTimer);
-      this.#idleTimer = null;
-    }
+    // A turn is coming: an idle timer still pending fires to no effect (or is refreshed first).
+    this.#idleArmed = false;
     setImmediate(this.#turn);
   }
 
@@ -155,13 +158,16 @@ export class WriterLoop {
       this.#schedule();
     } else {
       this.#busySince = null;
-      this.#idleTimer = setTimeout(() => this.#idle(), this.#ctx.config.idleCheckpointMs);
+      this.#idleArmed = true;
+      if (this.#idleTimer === null) this.#idleTimer = setTimeout(() => this.#idle(), this.#ctx.config.idleCheckpointMs);
+      else this.#idleTimer.refresh();
     }
   }
 
   /** After `idleCheckpointMs` of quiet. */
   #idle(): void {
-    this.#idleTimer = null;
+    if (!this.#idleArmed) return;
+    this.#idleArmed = false;
     if (!this.#held && !this.#closing && this.#cjk.quiet()) {
       // Quiet at last: the index catches up on the last requests in a transaction of its own
       // (this turn ends idle again, and the checkpoint follows). Once per quiet spell: a
@@ -175,6 +181,8 @@ export class WriterLoop {
 
   /** The close, once the queue is empty: what maintenance did not run is answered, the WAL checkpointed, the file closed. */
   #close(): void {
+    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
+    this.#idleArmed = false;
     this.#feed.set(false);
     this.#maintenance.stop();
     // A WAL truncated while the writer was idle is not checkpointed at the stop either.
