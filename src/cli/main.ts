@@ -8,27 +8,7 @@ import { Command } from "commander";
 import { VERSION } from "../version.js";
 import { reportError } from "./cli-error.js";
 import { hideSecretsFromPs } from "./process-title.js";
-import { registerBackup } from "./commands/backup.js";
-import { registerCheck } from "./commands/check.js";
-import { registerDelete } from "./commands/delete.js";
-import { registerCopy } from "./commands/copy.js";
-import { registerExport } from "./commands/export.js";
-import { registerImport } from "./commands/import.js";
-import { registerList } from "./commands/list.js";
-import { registerOptimize } from "./commands/optimize.js";
-import { registerPrune } from "./commands/prune.js";
-import { registerSearch } from "./commands/search.js";
-import { registerServe } from "./commands/serve.js";
-import { registerService } from "./commands/service.js";
-import { registerShow } from "./commands/show.js";
-import { registerSpool } from "./commands/spool.js";
-import { registerStats } from "./commands/stats.js";
-import { registerStatus } from "./commands/status.js";
-import { registerStop } from "./commands/stop.js";
-import { registerTail } from "./commands/tail.js";
-import { registerTitle } from "./commands/title.js";
-import { registerVerify } from "./commands/verify.js";
-import { registerWatch } from "./commands/watch.js";
+import { commandRegistrations } from "./command-registrations.js";
 
 // First: a password in `--db postgres://user:secret@…` must not stay readable in `ps`.
 hideSecretsFromPs();
@@ -45,13 +25,7 @@ const program = new Command()
   // the subcommands are made: they inherit it.
   .exitOverride();
 
-for (const register of [
-  registerServe, registerStatus, registerStop, registerList, registerShow, registerTail, registerWatch, registerSearch, registerExport,
-  registerImport, registerCopy, registerTitle, registerDelete, registerPrune, registerStats, registerService,
-  registerBackup, registerVerify, registerCheck, registerOptimize, registerSpool,
-]) {
-  register(program);
-}
+for (const register of await commandRegistrations(process.argv.slice(2))) register(program);
 
 // A reader that goes away (`sessiondb export | head`) ends the output, not in a stack trace.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {

@@ -5,47 +5,17 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import type { DatabaseFiles } from "../database-files.js";
 import { UntrustedSocketError } from "../client/socket-trust.js";
 import { SessionDBError, toSessionDBError } from "../errors.js";
 import { openSessionDB } from "../open.js";
-import { refuseTilde } from "../hermes-home.js";
-import { resolveOptions, type ResolvedOptions } from "../options.js";
 import type { DaemonControl } from "../protocol/control.js";
 import type { OpenOptions, SessionDB } from "../session-db.js";
 import { CliError } from "./cli-error.js";
 import { checkDatabaseFile } from "./database-file.js";
 import { Output } from "./output.js";
+import { globalsOf, openOptions, resolvedOf, type GlobalOptions } from "./global-options.js";
 
-/** The options every command takes. */
-export interface GlobalOptions {
-  db?: string;
-  direct?: boolean;
-  json?: boolean;
-}
-
-export function globalsOf(command: Command): GlobalOptions {
-  return command.optsWithGlobals<GlobalOptions>();
-}
-
-/**
- * The library's options for the global flags: `--db` (else the default of SPEC §2) and `--direct`.
- * A `--db` beginning with `~` (quoted, so the shell left it) is refused, as in `$HERMES_HOME`.
- */
-export function openOptions(globals: GlobalOptions, options: OpenOptions = {}): OpenOptions {
-  if (globals.db !== undefined) refuseTilde("--db", globals.db);
-  return { ...(globals.db !== undefined ? { path: globals.db } : {}), mode: globals.direct ? "direct" : "auto", ...options };
-}
-
-/** The options for the global flags as the library resolves them (the engine, the files), without opening anything. */
-export function resolvedOf(globals: GlobalOptions): ResolvedOptions {
-  return resolveOptions(openOptions(globals));
-}
-
-/** The database's files for the global flags, as the library resolves them, without opening anything. */
-export function filesOf(globals: GlobalOptions): DatabaseFiles {
-  return resolvedOf(globals).files;
-}
+export { filesOf, globalsOf, openOptions, resolvedOf, type GlobalOptions } from "./global-options.js";
 
 export interface Store {
   readonly db: SessionDB;

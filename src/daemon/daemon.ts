@@ -7,7 +7,7 @@ import type { DaemonStats, HealthResult } from "../protocol/control.js";
 import { SCHEMA_VERSION } from "../sqlite/schema.js";
 import { RequestCounts } from "./request-counts.js";
 import { isWriteOp } from "../operation-catalogue.js";
-import { MetricsServer } from "./metrics-server.js";
+import type { MetricsServer } from "./metrics-server.js";
 import { VERSION } from "../version.js";
 import { ClientConnection, type RequestHandler } from "./client-connection.js";
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from "./daemon-options.js";
@@ -28,7 +28,6 @@ import { servableFile } from "./servable-file.js";
 import { BodyPool } from "../protocol/body-pool.js";
 import type { DaemonEngine, DaemonReaders, DaemonWriter, SnapshotStats } from "./daemon-engine.js";
 import { startSqliteEngine } from "./sqlite-engine.js";
-import { startPgEngine } from "./pg-daemon-engine.js";
 import { defaultSpoolDir } from "../spool/spool-file.js";
 import { SpoolReplayer } from "./spool-replayer.js";
 
@@ -193,8 +192,10 @@ export class Daemon {
           locks.push(await acquireInstanceLock(identityLockPath(identity), identitySocketPath(identity), files.db));
         }
       }
+      // PostgreSQL's engine is loaded only for a PostgreSQL database: a module once loaded stays in
+      // the heap of this long-lived process, idle or not.
       engine = identity === null
-        ? await startPgEngine(resolved)
+        ? await (await import("./pg-daemon-engine.js")).startPgEngine(resolved)
         : await startSqliteEngine(resolved, identity, directory).catch((err: unknown) => {
           throw namingThePath(err, resolved.path);
         });
@@ -208,6 +209,8 @@ export class Daemon {
       const passed = resolved.listenFd === null ? "" : ` (the socket systemd passed, fd ${resolved.listenFd})`;
       resolved.log(`listening on ${resolved.socketPath}${passed} for ${resolved.files.db} (pid ${process.pid}, ${engine.description})`);
       if (resolved.metrics !== null) {
+        // Loaded only when asked for: node:http is a large part of Node's own modules.
+        const { MetricsServer } = await import("./metrics-server.js");
         daemon.#metrics = await MetricsServer.listen(resolved.metrics, () => daemon.health()).catch(async (err: unknown) => {
           await daemon.close();
           throw invalidArgument(`--metrics ${resolved.metrics!.host}:${resolved.metrics!.port}: ${(err as Error).message}`);

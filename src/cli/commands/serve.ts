@@ -2,7 +2,7 @@ import { Option, type Command } from "commander";
 import { nonNegativeNumber, positiveInt, positiveNumber, positiveSeconds } from "../arguments.js";
 import { othersLockFile } from "../../daemon/instance-lock.js";
 import { checkDatabaseFile } from "../database-file.js";
-import { filesOf, globalsOf } from "../open-store.js";
+import { filesOf, globalsOf } from "../global-options.js";
 import { serve } from "../serve.js";
 import { activationFd } from "../socket-activation.js";
 import { daemonLog, type LogFormat } from "../../daemon/daemon-log.js";
