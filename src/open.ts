@@ -2,8 +2,8 @@ import { AutoStore } from "./auto-store.js";
 import { connectOrStart } from "./client/autostart.js";
 import { directOptions, HeldFileError, NoDaemonError } from "./client/daemon-lookup.js";
 import { openDirect } from "./direct/open-direct.js";
-import { toSessionDBError } from "./errors.js";
-import { resolveOptions, type ResolvedOptions } from "./options.js";
+import { SessionDBError, toSessionDBError } from "./errors.js";
+import { autostartDisabled, resolveOptions, type ResolvedOptions } from "./options.js";
 import type { OpenOptions, SessionDB } from "./session-db.js";
 import { replayOnOpening, SpoolingStore } from "./spooling-store.js";
 import type { Store } from "./store.js";
@@ -45,7 +45,7 @@ async function openStore(resolved: ResolvedOptions, replay: boolean): Promise<St
     return store;
   };
   if (resolved.mode === "direct") return opened(await openDirect(await directOptions(resolved)));
-  if (resolved.mode === "daemon") return await connectOrStart(resolved);
+  if (resolved.mode === "daemon") return await connectOrStart(resolved).catch((err: unknown) => { throw autostartOff(err, resolved); });
   try {
     return new AutoStore(await connectOrStart(resolved), resolved);
   } catch (err) {
@@ -55,4 +55,14 @@ async function openStore(resolved: ResolvedOptions, replay: boolean): Promise<St
     if ((code !== "UNAVAILABLE" && code !== "PERMISSION") || err instanceof HeldFileError) throw err;
     return opened(await openDirect(await directOptions(resolved, err instanceof NoDaemonError)));
   }
+}
+
+/**
+ * No daemon answered and `$SESSIONDB_AUTOSTART` kept this handle from starting one, though its
+ * options asked to: the error says so (the caller asked for autostart and would not know why).
+ */
+function autostartOff(err: unknown, resolved: ResolvedOptions): unknown {
+  if (!resolved.autostartAsked || !autostartDisabled() || toSessionDBError(err).code !== "UNAVAILABLE") return err;
+  const e = toSessionDBError(err);
+  return new SessionDBError("UNAVAILABLE", `${e.message}; autostart is off (SESSIONDB_AUTOSTART=${process.env.SESSIONDB_AUTOSTART ?? ""})`, { cause: err });
 }

@@ -31,6 +31,8 @@ export interface ResolvedOptions {
   readonly connectTimeoutMs: number;
   /** False also when `$SESSIONDB_AUTOSTART` says 0 or false, whatever the options said. */
   readonly autostart: boolean;
+  /** What the options said (`autostart` is that, unless the environment turned it off). */
+  readonly autostartAsked: boolean;
   /** The `serve --idle-exit` of a daemon autostart starts, in ms. */
   readonly autostartIdleExitMs: number;
   /** How long direct mode keeps a write's idempotency key, at least, in hours (issue 25). */
@@ -121,6 +123,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     requestTimeoutMs: nonNegative(options.requestTimeoutMs, "requestTimeoutMs", 30_000),
     connectTimeoutMs: nonNegative(options.connectTimeoutMs, "connectTimeoutMs", 1000),
     autostart: (options.autostart ?? false) && !autostartDisabled(),
+    autostartAsked: options.autostart ?? false,
     autostartIdleExitMs,
     keyRetentionHours: keyRetentionHours(options.keyRetentionHours, "keyRetentionHours"),
     idempotencyKeys: options.idempotencyKeys ?? true,

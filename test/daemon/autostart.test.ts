@@ -209,6 +209,7 @@ test("SESSIONDB_AUTOSTART=0 (or false) turns autostart off whatever the code ask
     await db.createSession("s", "cli");
     const err = await expectCode(() => openSessionDB({ path: dbPath, mode: "daemon", autostart: true }), "UNAVAILABLE");
     assert.doesNotMatch(err.message, /autostart started/);
+    assert.match(err.message, new RegExp(`autostart is off \\(SESSIONDB_AUTOSTART=${value}\\)`), "the error says why no daemon was started");
     assert.equal(existsSync(`${dbPath}.sock`), false, "a daemon was started");
     assert.equal(existsSync(db.files.daemonLog), false, "a daemon was started");
   }
