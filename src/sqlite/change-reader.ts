@@ -6,7 +6,7 @@
  */
 import type { MessageRow } from "../message-types.js";
 import type { SessionRow } from "../session-types.js";
-import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
+import { decodeJson, MESSAGE_COLUMNS, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
 import { sessionChanges, toSessionMark, type SessionMark, type SessionMarkRow } from "../operations/session-changes.js";
 import type { FeedEvent, WatchFilter } from "../operations/watch-filter.js";
 import type { SessionChange, WatchEvent } from "../watch-types.js";
@@ -40,20 +40,35 @@ function sessionRow(db: Connection, id: string): SessionRow | null {
   return (sql(db, `SELECT ${SESSION_SELECT} FROM sessions s WHERE s.id = ?`).get(id) as SessionRow | undefined) ?? null;
 }
 
+/** messagesAfter's statements, one per kind of filter (made once: the feed runs one for every commit). */
+const messagesWhere = (where: string) => `SELECT ${MESSAGE_SELECT}, s.source AS _source FROM messages m LEFT JOIN sessions s ON s.id = m.session_id
+     WHERE m.id > ? AND m.id <= ? ${where} ORDER BY m.id LIMIT ?`;
+const MESSAGES_OF_ALL = messagesWhere("");
+const MESSAGES_OF_SESSION = messagesWhere("AND m.session_id = ?");
+const MESSAGES_OF_SOURCE = messagesWhere("AND s.source = ?");
+
 /**
  * The filter's messages with `after < id <= upto`, oldest first, at most `limit`: a watch's replay
  * (the daemon's readers give it up to where its live events start) and each look's page.
  */
 export function messagesAfter(db: Connection, filter: WatchFilter, after: number, upto: number, limit: number): FeedEvent[] {
   const { sessionId, source } = filter;
-  const where = sessionId !== null ? "AND m.session_id = ?" : source !== null ? "AND s.source = ?" : "";
   const key = sessionId ?? source;
-  const rows = sql(
-    db,
-    `SELECT ${MESSAGE_SELECT}, s.source AS _source FROM messages m LEFT JOIN sessions s ON s.id = m.session_id
-     WHERE m.id > ? AND m.id <= ? ${where} ORDER BY m.id LIMIT ?`,
-  ).all(...(key === null ? [after, upto, limit] : [after, upto, key, limit])) as Array<Parameters<typeof decodeMessage>[0] & { _source: string | null }>;
-  return rows.map(({ _source, ...row }) => ({ event: { type: "message", message: decodeMessage(row) }, source: _source }));
+  const text = sessionId !== null ? MESSAGES_OF_SESSION : source !== null ? MESSAGES_OF_SOURCE : MESSAGES_OF_ALL;
+  const rows = sql(db, text).raw(true).all(...(key === null ? [after, upto, limit] : [after, upto, key, limit])) as unknown[][];
+  return rows.map((values) => ({ event: { type: "message", message: messageOf(values) }, source: values[MESSAGE_COLUMNS.length] as string | null }));
+}
+
+/**
+ * A message row from its values in MESSAGE_COLUMNS' order, as decodeMessage makes it from a
+ * row object (the same keys, in the same order): the feed reads every message committed, and
+ * rows as arrays, built without the two object spreads per row, cost it about half as much.
+ */
+function messageOf(values: unknown[]): MessageRow {
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < MESSAGE_COLUMNS.length; i++) row[MESSAGE_COLUMNS[i]!] = values[i];
+  if (row.tool_calls) row.tool_calls = decodeJson(row.tool_calls as string, []);
+  return row as unknown as MessageRow;
 }
 
 /**

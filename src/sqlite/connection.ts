@@ -15,6 +15,8 @@ export interface Statement {
   iterate(...params: unknown[]): IterableIterator<unknown>;
   /** Rows as their first column's value. */
   pluck(toggle?: boolean): this;
+  /** Rows as arrays of their columns' values, in the SELECT's order. */
+  raw(toggle?: boolean): this;
 }
 
 /**

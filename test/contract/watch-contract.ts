@@ -90,6 +90,27 @@ export function watchContract(open: Opener): void {
       assert.deepEqual(row, (await db.getMessages("s")).find((m) => m.id === row.id), "the row as getMessages gives it");
     });
 
+    test("a message with every column set is the row getMessages gives, replayed and live", async (t) => {
+      const { db } = await fresh(t, open);
+      await db.createSession("s", "cli");
+      const full = (content: string) => ({
+        role: "assistant", content, toolCallId: "call-1", toolCalls: [{ id: "call-1", type: "function", function: { name: "f", arguments: "{}" } }],
+        toolName: "f", tokenCount: 12, finishReason: "tool_calls", reasoning: "because", reasoningDetails: [{ type: "text", text: "r" }],
+        codexReasoningItems: [{ id: "x" }], timestamp: 1700000000,
+      });
+      const replayed = await db.appendMessage("s", full("replayed"));
+      const watcher = new Watcher(db, { afterMessageId: 0 });
+      t.after(() => watcher.stop());
+      await watcher.until(isMessage(replayed));
+      const live = await db.appendMessage("s", full("live"));
+      const events = [...watcher.seen, ...(await watcher.until(isMessage(live)))];
+      const rows = await db.getMessages("s");
+      for (const id of [replayed, live]) {
+        const event = events.find(isMessage(id)) as Extract<WatchEvent, { type: "message" }>;
+        assert.deepEqual(event.message, rows.find((m) => m.id === id), `message ${id} as getMessages gives it`);
+      }
+    });
+
     test("without a cursor, starts from now: every message after the first it gives, once, in order", async (t) => {
       const { db } = await fresh(t, open);
       await db.createSession("s", "cli");
