@@ -39,8 +39,9 @@ def watch_args(session_id: Any, source: Any, after_message_id: Any) -> Dict[str,
     if session_id is not None and source is not None:
         raise make_error("INVALID_ARGUMENT", "watch takes session_id or source, not both")
     cursor = after_message_id
-    if cursor is not None and (type(cursor) is not int or cursor < 0):
-        raise make_error("INVALID_ARGUMENT", f"after_message_id must be a message id (an int >= 0) or None, got {cursor!r}")
+    # A message id is at most 2**53 - 1 (the daemon's limit, protocol.json): past it, said here in this API's names.
+    if cursor is not None and (type(cursor) is not int or cursor < 0 or cursor > 2 ** 53 - 1):
+        raise make_error("INVALID_ARGUMENT", f"after_message_id must be a message id (an int from 0 to 2**53 - 1) or None, got {cursor!r}")
     return optional(sessionId=session_id, source=source, afterMessageId=cursor)
 
 

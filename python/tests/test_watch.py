@@ -180,8 +180,9 @@ def test_the_file_feed_tells_every_change_of_a_session(existing: Path):
 def test_watch_arguments_are_checked_before_anything_is_sent(existing: Path):
     db = SessionDB(existing, timeout=60)
     for kwargs in ({"after_message_id": -1}, {"after_message_id": "3"}, {"after_message_id": True},
+                   {"after_message_id": 2 ** 53}, {"after_message_id": 1.5},
                    {"session_id": 5}, {"source": b"cli"}, {"session_id": "s", "source": "cli"}):
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(InvalidArgumentError, match="after_message_id|session_id|source"):
             db.watch(**kwargs)
     db.close()
 
