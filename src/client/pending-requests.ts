@@ -2,9 +2,8 @@ import { fromWireError, SessionDBError } from "../errors.js";
 import type { OpName } from "../operation-catalogue.js";
 import type { ControlOp } from "../protocol/control.js";
 
-/** How often deadlines are checked. One sweep for all requests: a timer per request cost a third
- *  of a client's CPU per call when many processes each make one call at a time. */
-const SWEEP_INTERVAL_MS = 50;
+/** The longest delay a Node timer takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface PendingRequest {
   op: OpName | ControlOp;
@@ -32,13 +31,19 @@ export interface PendingRequest {
 
 /**
  * The daemon client's requests awaiting their answers: their ids (the replies', which come in any
- * order), the ones not yet handed to the socket, and their deadlines, checked by one sweep.
+ * order), the ones not yet handed to the socket, and their deadlines, checked by one timer set
+ * for the earliest of them. Not a timer per request (that cost a third of a client's CPU per call
+ * when many processes each make one call at a time), nor a sweep every few ms (a wake-up per
+ * sweep, where a deadline is seconds away): the timer fires when the first deadline can pass,
+ * gives up what is due, and is set again for the next.
  */
 export class PendingRequests {
   readonly #requests = new Map<number, PendingRequest>();
   /** Requests not yet handed to the socket, in order: it is backed up. */
   #unsent: number[] = [];
-  #sweeper: NodeJS.Timeout | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  /** When the timer fires, ms since the epoch (Infinity: it is not set). */
+  #timerAt = Infinity;
   /** Resolves `whenIdle()` once no request is pending. */
   #idle: (() => void) | null = null;
   #nextId = 1;
@@ -64,7 +69,7 @@ export class PendingRequests {
       op, args, key, sent: false, everSent: false, lostWith: null, write, resolve, reject, onChunk, timeoutMs, graceMs, deadline,
     };
     this.#requests.set(id, pending);
-    this.#startSweeper();
+    this.#checkBy(deadline);
     return [id, pending];
   }
 
@@ -98,12 +103,17 @@ export class PendingRequests {
       }
     }
     this.#unsent = [...this.#requests.keys()];
+    // Unsent again, they are due at their deadlines, no longer at their deadlines plus grace.
+    for (const p of this.#requests.values()) this.#checkBy(p.deadline);
     return this.#requests.size;
   }
 
   /** Every pending request goes back in line, unsent, in the order it was made (the daemon read none of them). */
   requeueAll(): void {
-    for (const p of this.#requests.values()) p.sent = false;
+    for (const p of this.#requests.values()) {
+      p.sent = false;
+      this.#checkBy(p.deadline);
+    }
     this.#unsent = [...this.#requests.keys()];
   }
 
@@ -131,6 +141,7 @@ export class PendingRequests {
       // The daemon's writer died committing it: sent again with its key, it is applied once.
       pending.sent = false;
       this.#unsent.push(id);
+      this.#checkBy(pending.deadline);
       return true;
     }
     this.#forget(id);
@@ -173,25 +184,34 @@ export class PendingRequests {
     }
   }
 
-  /** Checks deadlines while requests are pending; stops when none are. */
-  #startSweeper(): void {
-    if (this.#sweeper !== null) return;
-    this.#sweeper = setInterval(() => {
-      const now = Date.now();
-      for (const [id, p] of this.#requests) {
-        const unsent = !p.sent;
-        if ((unsent ? p.deadline : p.deadline + p.graceMs) > now) continue;
-        this.#forget(id);
-        p.reject(!unsent || (p.write && p.everSent) ? unanswered(p) : p.lostWith !== null ? notResent(p, p.lostWith) : notSent(p));
-      }
-      if (this.#requests.size === 0 && this.#sweeper !== null) {
-        clearInterval(this.#sweeper);
-        this.#sweeper = null;
-      }
-    }, SWEEP_INTERVAL_MS);
-    // The socket keeps the process alive while requests are pending; the sweep need not.
-    this.#sweeper.unref();
+  /** Makes sure the timer fires by `at` (ms since the epoch): set for it when it is set for later or not at all. */
+  #checkBy(at: number): void {
+    if (at >= this.#timerAt || !Number.isFinite(at)) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(this.#expire, Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS));
+    // The socket keeps the process alive while requests are pending; the timer need not.
+    this.#timer.unref();
   }
+
+  /** Gives up the requests whose time is up (a sent one's includes its grace), then sets the timer for the next. */
+  readonly #expire = (): void => {
+    this.#timer = null;
+    this.#timerAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const [id, p] of this.#requests) {
+      const unsent = !p.sent;
+      const due = unsent ? p.deadline : p.deadline + p.graceMs;
+      if (due > now) {
+        if (due < next) next = due;
+        continue;
+      }
+      this.#forget(id);
+      p.reject(!unsent || (p.write && p.everSent) ? unanswered(p) : p.lostWith !== null ? notResent(p, p.lostWith) : notSent(p));
+    }
+    this.#checkBy(next);
+  };
 }
 
 /** A request that waited in this process past its deadline: it was never sent, so never applied. */
