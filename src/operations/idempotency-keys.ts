@@ -27,9 +27,18 @@ export const KEY_PRUNE_BATCH = 500;
 /** How often a writer prunes expired keys, at most. */
 export const KEY_PRUNE_EVERY_MS = 60_000;
 
-/** The key a client gives a write whose caller gave none: kept across the client's own re-sends. */
+/** This process's part of its automatic keys: random, drawn once. */
+let autoKeyPrefix: string | null = null;
+let autoKeyCount = 0;
+
+/**
+ * The key a client gives a write whose caller gave none: kept across the client's own re-sends.
+ * `auto-<uuid>-<n>`: a random UUID drawn once per process, then a counter, as unique as a UUID per
+ * write (another process, or this one after a restart, draws another) without drawing one per write.
+ */
 export function autoKey(): string {
-  return `auto-${randomUUID()}`;
+  autoKeyPrefix ??= `auto-${randomUUID()}-`;
+  return autoKeyPrefix + (++autoKeyCount).toString(36);
 }
 
 /** A key as a call or a request gives it: a string of 1–256 characters, or none (undefined, null). */
