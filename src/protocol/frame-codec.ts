@@ -4,7 +4,7 @@
  * Input is checked before it is decoded (plain-msgpack-validator.ts); frames are reassembled from
  * a byte stream by frame-decoder.ts.
  */
-import { addExtension, Packr, Unpackr } from "msgpackr";
+import { addExtension, Packr, RESERVE_START_SPACE, Unpackr } from "msgpackr";
 import { SessionDBError } from "../errors.js";
 import { HEADER_BYTES } from "./frame-limits.js";
 import { checkPlainMessagePack } from "./plain-msgpack-validator.js";
@@ -91,12 +91,15 @@ export function chunkFrame(id: number, chunk: Uint8Array): Buffer {
   return frame;
 }
 
-/** One frame holding `value`, in a buffer of its own (safe to hand to a socket). */
+/**
+ * One frame holding `value`, safe to hand to a socket: the body is encoded after room left for
+ * the length, which is then written in place (no second buffer, no copy). msgpackr hands out
+ * successive views of its buffer and never writes over one it returned (a full buffer is
+ * replaced, not reused), as `encodeValue`'s chunks rely on too.
+ */
 export function encodeFrame(value: unknown): Buffer {
-  const body = packr.pack(value);
-  const frame = Buffer.allocUnsafe(HEADER_BYTES + body.length);
-  frame.writeUInt32BE(body.length, 0);
-  body.copy(frame, HEADER_BYTES);
+  const frame = packr.pack(value, RESERVE_START_SPACE | HEADER_BYTES);
+  frame.writeUInt32BE(frame.length - HEADER_BYTES, 0);
   return frame;
 }
 
