@@ -4,6 +4,7 @@ import type { ControlOp } from "../protocol/control.js";
 import { encodeFrame } from "../protocol/frame-codec.js";
 import { DEFAULT_MAX_FRAME_BYTES, HEADER_BYTES } from "../protocol/frame-limits.js";
 import { checkPlainMessagePack } from "../protocol/plain-msgpack-validator.js";
+import { encodePlainRequest } from "./plain-request-encoder.js";
 
 /**
  * The request's frame. Arguments MessagePack cannot carry as plain values (a cycle; a Date, Set
@@ -11,17 +12,20 @@ import { checkPlainMessagePack } from "../protocol/plain-msgpack-validator.js";
  * and requests larger than the daemon's frame limit (which it also answers by closing the
  * connection), fail this request alone with INVALID_ARGUMENT, before anything is sent.
  * `timeoutMs` is the time the request has left; `deadlineEpochMs` the same instant on the clock;
- * `idempotencyKey` a write's key (null: none).
+ * `idempotencyKey` a write's key (null: none). Plain arguments (nearly all) are written by
+ * plain-request-encoder.ts, plain by construction; the rest are encoded by msgpackr and checked.
  */
 export function requestFrame(
   id: number, op: OpName | ControlOp, args: unknown[], timeoutMs: number, deadlineEpochMs: number, idempotencyKey: string | null,
 ): Buffer {
-  let frame: Buffer;
-  try {
-    frame = encodeFrame(idempotencyKey === null ? { id, op, args, timeoutMs, deadlineEpochMs } : { id, op, args, timeoutMs, deadlineEpochMs, idempotencyKey });
-    checkPlainMessagePack(frame.subarray(HEADER_BYTES));
-  } catch (err) {
-    throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
+  let frame = encodePlainRequest(id, op, args, timeoutMs, deadlineEpochMs, idempotencyKey);
+  if (frame === null) {
+    try {
+      frame = encodeFrame(idempotencyKey === null ? { id, op, args, timeoutMs, deadlineEpochMs } : { id, op, args, timeoutMs, deadlineEpochMs, idempotencyKey });
+      checkPlainMessagePack(frame.subarray(HEADER_BYTES));
+    } catch (err) {
+      throw invalidArgument(`${op}: the arguments cannot be sent to the daemon: ${(err as Error).message}`);
+    }
   }
   const bytes = frame.length - HEADER_BYTES;
   if (bytes > DEFAULT_MAX_FRAME_BYTES) {
