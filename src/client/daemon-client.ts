@@ -25,6 +25,7 @@ import { Store, type SubscribeOptions } from "../store.js";
 import type { WatchEvent } from "../watch-types.js";
 import type { Engine } from "../session-db.js";
 import { chunkStream } from "./chunk-stream.js";
+import { decodeSmallReply } from "./small-reply-decoder.js";
 import { connectSocket, servesThis, unavailable } from "./connect-socket.js";
 import { notSent, PendingRequests, type PendingRequest } from "./pending-requests.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
@@ -381,7 +382,8 @@ export class DaemonClient extends Store implements DaemonControl {
       this.#socket.destroy();
       return;
     }
-    for (const body of bodies) this.#onReply(decodeBody(body, true) as Record<string, unknown>);
+    // The daemon's own replies (its socket's owner checked on connecting): decoded, not re-validated.
+    for (const body of bodies) this.#onReply((decodeSmallReply(body) ?? decodeBody(body, true)) as Record<string, unknown>);
     // Writes answered OUTCOME_UNKNOWN (the daemon's writer died committing them) go again, with their keys.
     if (this.#pending.backedUp) this.#sendUnsent();
   }
