@@ -29,7 +29,7 @@ import { decodeSmallReply } from "./small-reply-decoder.js";
 import { connectSocket, servesThis, unavailable } from "./connect-socket.js";
 import { notSent, PendingRequests, type PendingRequest } from "./pending-requests.js";
 import { requestFrame, trimUndefined } from "./request-frame.js";
-import { MAX_REPLY_FRAME_BYTES } from "../protocol/frame-limits.js";
+import { HEADER_BYTES, MAX_REPLY_FRAME_BYTES } from "../protocol/frame-limits.js";
 import { argsForWire } from "./wire-args.js";
 
 /** Extra time a sent request waits beyond the deadline it gave the daemon, so the daemon's own
@@ -374,18 +374,28 @@ export class DaemonClient extends Store implements DaemonControl {
   }
 
   #onData(chunk: Buffer): void {
-    let bodies: Buffer[];
-    try {
-      bodies = this.#decoder.push(chunk);
-    } catch (err) {
-      this.#connectionLost(err as SessionDBError);
-      this.#socket.destroy();
-      return;
+    if (this.#decoder.buffered === 0 && chunk.length > HEADER_BYTES && chunk.readUInt32BE(0) === chunk.length - HEADER_BYTES) {
+      // One whole frame in this read, none begun before it (a call made one at a time gets its
+      // answer so): its body is there, no reassembly needed.
+      this.#onBody(chunk.subarray(HEADER_BYTES));
+    } else {
+      let bodies: Buffer[];
+      try {
+        bodies = this.#decoder.push(chunk);
+      } catch (err) {
+        this.#connectionLost(err as SessionDBError);
+        this.#socket.destroy();
+        return;
+      }
+      for (const body of bodies) this.#onBody(body);
     }
-    // The daemon's own replies (its socket's owner checked on connecting): decoded, not re-validated.
-    for (const body of bodies) this.#onReply((decodeSmallReply(body) ?? decodeBody(body, true)) as Record<string, unknown>);
     // Writes answered OUTCOME_UNKNOWN (the daemon's writer died committing them) go again, with their keys.
     if (this.#pending.backedUp) this.#sendUnsent();
+  }
+
+  /** The daemon's own replies (its socket's owner checked on connecting): decoded, not re-validated. */
+  #onBody(body: Buffer): void {
+    this.#onReply((decodeSmallReply(body) ?? decodeBody(body, true)) as Record<string, unknown>);
   }
 
   #onReply(reply: Record<string, unknown>): void {
