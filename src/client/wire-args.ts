@@ -24,15 +24,35 @@ const JSON_FIELDS = new Map<OpName, ReadonlySet<string>>(Object.entries(OPERATIO
 
 export function argsForWire(op: OpName, args: readonly unknown[]): unknown[] {
   const copy: WireCopy = { op, jsonFields: JSON_FIELDS.get(op)!, within: new Set() };
-  return args.map((arg) => asWireValue(copy, arg));
+  const wire = new Array<unknown>(args.length);
+  for (let i = 0; i < args.length; i++) wire[i] = asWireValue(copy, args[i]);
+  return wire;
 }
+
+// Loops and plain functions, no callbacks: this runs for every call, in code a client making one
+// call at a time never runs often enough for the JIT to optimize.
 
 /** A value outside the JSON fields: unchanged but for the JSON fields found within it. */
 function asWireValue(c: WireCopy, value: unknown): unknown {
   if (typeof value === "bigint") throw invalidArgument(`${c.op}: a bigint is not accepted (give a number)`);
   if (typeof value !== "object" || value === null) return value;
-  if (!Array.isArray(value) && !isPlainObject(value)) return value;
-  return copyOnce(c, value, (k, v) => (c.jsonFields.has(k) ? asJsonData(c, v, k) : asWireValue(c, v)));
+  if (Array.isArray(value)) {
+    enter(c, value);
+    const copy = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) copy[i] = asWireValue(c, value[i]);
+    c.within.delete(value);
+    return copy;
+  }
+  if (!isPlainObject(value)) return value;
+  enter(c, value);
+  const copy: Record<string, unknown> = {};
+  const record = value as Record<string, unknown>;
+  for (const k of Object.keys(record)) {
+    const item = record[k];
+    setOwn(copy, k, c.jsonFields.has(k) ? asJsonData(c, item, k) : asWireValue(c, item));
+  }
+  c.within.delete(value);
+  return copy;
 }
 
 /** A value inside a JSON field, as JSON.stringify sees it. */
@@ -41,21 +61,28 @@ function asJsonData(c: WireCopy, value: unknown, key: string): unknown {
   if (typeof value !== "object" || value === null) return value;
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") return asJsonData(c, toJSON.call(value, key) as unknown, key);
-  if (!Array.isArray(value) && !isPlainObject(value)) {
+  if (Array.isArray(value)) {
+    enter(c, value);
+    const copy = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) copy[i] = asJsonData(c, value[i], String(i));
+    c.within.delete(value);
+    return copy;
+  }
+  if (!isPlainObject(value)) {
     throw invalidArgument(`${c.op}: ${(value as object).constructor?.name ?? "a non-plain object"} is not plain JSON data`);
   }
-  return copyOnce(c, value, (k, v) => asJsonData(c, v, k));
+  enter(c, value);
+  const copy: Record<string, unknown> = {};
+  const record = value as Record<string, unknown>;
+  for (const k of Object.keys(record)) setOwn(copy, k, asJsonData(c, record[k], k));
+  c.within.delete(value);
+  return copy;
 }
 
-/** A copy of an array or plain object with each item mapped; a cycle is INVALID_ARGUMENT. */
-function copyOnce(c: WireCopy, value: object, map: (key: string, item: unknown) => unknown): unknown {
+/** Marks an array or plain object as being copied; one met again within itself is a cycle, INVALID_ARGUMENT. */
+function enter(c: WireCopy, value: object): void {
   if (c.within.has(value)) throw invalidArgument(`${c.op}: a circular structure is not JSON data`);
   c.within.add(value);
-  try {
-    return Array.isArray(value) ? value.map((item: unknown, i) => map(String(i), item)) : copyObject(value, map);
-  } finally {
-    c.within.delete(value);
-  }
 }
 
 function isPlainObject(value: object): boolean {
@@ -63,13 +90,9 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-function copyObject(value: object, map: (key: string, item: unknown) => unknown): Record<string, unknown> {
-  const copy: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    // A `__proto__` key is defined, so it stays an own key and never becomes the prototype; every
-    // other key is assigned (defining each would turn every copy into a slow dictionary object).
-    if (k === "__proto__") Object.defineProperty(copy, k, { value: map(k, v), enumerable: true, writable: true, configurable: true });
-    else copy[k] = map(k, v);
-  }
-  return copy;
+function setOwn(copy: Record<string, unknown>, k: string, item: unknown): void {
+  // A `__proto__` key is defined, so it stays an own key and never becomes the prototype; every
+  // other key is assigned (defining each would turn every copy into a slow dictionary object).
+  if (k === "__proto__") Object.defineProperty(copy, k, { value: item, enumerable: true, writable: true, configurable: true });
+  else copy[k] = item;
 }
