@@ -34,9 +34,10 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
   try {
     const writable = await openPgDatabase(writerPool);
     const fileSchemaVersion = writable ? PG_SCHEMA_VERSION : await pgSchemaVersion(writerPool);
+    const writer = new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable, keyRetentionHours: resolved.keyRetentionHours });
     return {
       engine: "postgres",
-      writer: new PgWriter(writerPool, { maxBatch: resolved.maxBatch, retry: DEFAULT_RETRY, writable, keyRetentionHours: resolved.keyRetentionHours }),
+      writer,
       readers: new PgReaders(readerPool, resolved.readers),
       snapshots: new PgSnapshots(exportPool),
       stopHousekeeping: () => undefined,
@@ -45,7 +46,7 @@ export async function startPgEngine(resolved: ResolvedDaemonOptions): Promise<Da
       readOnlyError: () => readOnly(),
       maintenance: null,
       // LISTEN/NOTIFY (pg/pg-changes.ts), on while someone watches.
-      feed: new PgFeed(resolved.path, readerPool, resolved.log),
+      feed: new PgFeed(resolved.path, readerPool, resolved.log, (listening) => writer.holdWhile(listening)),
       description: `PostgreSQL, ${resolved.readers} reader connections`,
     };
   } catch (err) {

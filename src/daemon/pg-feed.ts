@@ -17,22 +17,29 @@ export class PgFeed implements DaemonFeed {
   readonly #url: string;
   readonly #reads: PgPool;
   readonly #log: (line: string) => void;
+  readonly #opening: (listening: Promise<unknown>) => void;
   #listener: ((events: FeedEvent[]) => void) | null = null;
   #changes: PgChanges | null = null;
   /** Bumped by every start and stop: a reconnect loop of an earlier one gives up. */
   #generation = 0;
 
-  constructor(url: string, reads: PgPool, log: (line: string) => void) {
+  /**
+   * `opening`: told of each start while it sets up its LISTEN (the daemon's writer holds its
+   * batches meanwhile, so a write queued after a watch was asked for is heard by it).
+   */
+  constructor(url: string, reads: PgPool, log: (line: string) => void, opening: (listening: Promise<unknown>) => void = () => undefined) {
     this.#url = url;
     this.#reads = reads;
     this.#log = log;
+    this.#opening = opening;
   }
 
   async start(listener: (events: FeedEvent[]) => void): Promise<number> {
     const generation = ++this.#generation;
     this.#listener = listener;
-    const changes = await this.#open(generation);
-    return changes.newest;
+    const listening = this.#open(generation);
+    this.#opening(listening);
+    return (await listening).newest;
   }
 
   stop(): void {

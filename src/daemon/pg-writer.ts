@@ -26,6 +26,9 @@ interface Job {
 
 type Outcome = { ok: true; result: unknown } | { ok: false; error: SessionDBError };
 
+/** The longest a watch feed's start holds the batches (holdWhile): a LISTEN that hangs does not stall writes. */
+const HOLD_MAX_MS = 2000;
+
 export interface PgWriterOptions {
   maxBatch: number;
   retry: RetryPolicy;
@@ -69,6 +72,8 @@ export class PgWriter implements DaemonWriter {
   readonly #transactionMs = new Window();
   /** When expired idempotency keys were last pruned (performance.now()). */
   #keysPrunedAt = -Infinity;
+  /** Batches wait for it to settle before they start (holdWhile). */
+  #hold: Promise<void> | null = null;
 
   constructor(pool: PgPool, options: PgWriterOptions) {
     this.#pool = pool;
@@ -86,6 +91,24 @@ export class PgWriter implements DaemonWriter {
       this.#queue.push({ op, params, deadline, key, resolve, reject });
       this.#draining ??= this.#drain();
     });
+  }
+
+  /**
+   * Starts no batch until `until` settles (at most HOLD_MAX_MS): the watch feed LISTENs first, so
+   * a write queued once a watch was asked for is heard by it (PgFeed), as the SQLite writer thread
+   * turns its feed on before it takes the next batch.
+   */
+  holdWhile(until: Promise<unknown>): void {
+    let timer: NodeJS.Timeout | undefined;
+    const capped = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, HOLD_MAX_MS);
+      until.then(() => resolve(), () => resolve());
+    });
+    const hold: Promise<void> = capped.finally(() => {
+      clearTimeout(timer);
+      if (this.#hold === hold) this.#hold = null;
+    });
+    this.#hold = hold;
   }
 
   crash(at: WriterCrashPoint): void {
@@ -129,6 +152,7 @@ export class PgWriter implements DaemonWriter {
     await new Promise((resolve) => setImmediate(resolve)); // everything that arrives in this turn joins the batch
     try {
       while (this.#queue.length > 0) {
+        while (this.#hold !== null) await this.#hold;
         const batch = this.#queue.splice(0, this.#options.maxBatch);
         this.#inBatch = batch.length;
         await this.#commit(batch);
