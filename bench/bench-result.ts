@@ -12,6 +12,12 @@ export interface ResolvedBenchOptions {
   preset: "quick" | "full";
   ks: number[];
   seconds: number;
+  /**
+   * Calls each client makes before the synchronized start: enough for V8 to optimize the library's
+   * and Node's stream code, so a cell measures what a long-lived process (a gateway) pays per
+   * append rather than its first calls' compilation.
+   */
+  warmupCalls: number;
   reps: number;
   /** Corpus sizes of the read side (empty: no read side and no WAL check). */
   messages: number[];

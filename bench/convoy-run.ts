@@ -19,9 +19,6 @@ import { MODES, type ConvoyMode, type ModeSpec } from "./modes.js";
 import { histogram, summarizeLatencies, type LatencySummary } from "./stats.js";
 import type { WriterConfig, WriterReport } from "./workers/protocol.js";
 
-/** Calls each client makes before the synchronized start, outside the measurement. */
-const WARMUP_CALLS = 20;
-
 export interface ConvoyRunSpec {
   mode: ConvoyMode;
   /** The K of the matrix cell (single-client modes run one process whatever K). */
@@ -32,6 +29,8 @@ export interface ConvoyRunSpec {
   /** Milliseconds every process's fsync was delayed (set in the environment by the caller). */
   fsyncDelayMs: number;
   seconds: number;
+  /** Calls each client makes before the synchronized start, outside the measurement. */
+  warmupCalls: number;
   synchronous: "FULL" | "NORMAL";
   walLimitMb: number | null;
   /** Where the run's file goes (removed afterwards). */
@@ -178,7 +177,7 @@ function spawnClient(spec: ConvoyRunSpec, db: string, index: number): BenchChild
     inFlight: mode.inFlight,
     keys: "keys" in mode ? mode.keys : true,
     batch: mode.batch,
-    warmup: WARMUP_CALLS,
+    warmup: spec.warmupCalls,
   };
   return mode.runtime === "python" ? BenchChild.python(mode.script(), config) : BenchChild.node(mode.script(), config);
 }

@@ -17,6 +17,8 @@ export interface ConvoyOptions {
   ks: number[];
   reps: number;
   seconds: number;
+  /** Calls each client makes before the synchronized start, outside the measurement. */
+  warmupCalls: number;
   modes: ConvoyMode[];
   synchronous: "FULL" | "NORMAL";
   walLimitMb: number | null;
@@ -172,6 +174,7 @@ async function runMatrix(options: ConvoyOptions, modes: ConvoyMode[], log: (line
               order,
               fsyncDelayMs,
               seconds: options.seconds,
+              warmupCalls: options.warmupCalls,
               synchronous: options.synchronous,
               walLimitMb: options.walLimitMb,
               dir: join(options.workDir, `convoy-${index}`),

@@ -12,6 +12,7 @@ export interface BenchArgs {
   full?: boolean;
   k?: string;
   seconds?: string;
+  "warmup-calls"?: string;
   reps?: string;
   messages?: string;
   synchronous?: string;
@@ -36,11 +37,11 @@ type Preset = Omit<ResolvedBenchOptions, "out" | "cacheDir" | "workDir" | "synch
 const PRESETS: Record<"quick" | "full", Preset> = {
   // 4 s of WAL growth stay under the daemon's default bound (64 MiB): a small one shows it at work.
   quick: {
-    preset: "quick", ks: [1, 4, 16, 32], seconds: 3, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8,
+    preset: "quick", ks: [1, 4, 16, 32], seconds: 3, warmupCalls: 200, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8,
     fsyncDelaysMs: [0, 1], idleSettleSeconds: 10, idleWindowSeconds: 10, soakSeconds: 60, coldReads: 10,
   },
   full: {
-    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, reps: 3, messages: [200_000, 1_000_000, 2_000_000], readSeconds: 4, walSeconds: 20,
+    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, warmupCalls: 200, reps: 3, messages: [200_000, 1_000_000, 2_000_000], readSeconds: 4, walSeconds: 20,
     walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3], idleSettleSeconds: 10, idleWindowSeconds: 60, soakSeconds: 3600, coldReads: 30,
   },
 };
@@ -101,6 +102,8 @@ export function resolveBenchOptions(args: BenchArgs): ResolvedBenchOptions {
     preset: preset.preset,
     ks: [...new Set(list(args.k, "k", preset.ks))].sort((a, b) => a - b),
     seconds: positive(args.seconds, "seconds", preset.seconds, false),
+    // `--warmup-calls 0`: the first calls are measured too.
+    warmupCalls: args["warmup-calls"] === "0" ? 0 : positive(args["warmup-calls"], "warmup-calls", preset.warmupCalls, true),
     reps: positive(args.reps, "reps", preset.reps, true),
     // `--messages ''` (or 0) skips the read side and the WAL check.
     messages: args.messages === "0" ? [] : list(args.messages, "messages", preset.messages, true),

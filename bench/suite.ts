@@ -67,7 +67,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
     const shared = { workDir, socketDir, synchronous: options.synchronous, walLimitMb: options.walLimitMb, messagesFile };
     const fsyncLibrary = options.fsyncDelaysMs.some((ms) => ms > 0) ? buildFsyncDelayLibrary(options.cacheDir) : null;
     const convoy = await runConvoy(
-      { ...shared, ks: options.ks, reps: options.reps, seconds: options.seconds, modes: options.modes, fsyncDelaysMs: options.fsyncDelaysMs, fsyncLibrary },
+      { ...shared, ks: options.ks, reps: options.reps, seconds: options.seconds, warmupCalls: options.warmupCalls, modes: options.modes, fsyncDelaysMs: options.fsyncDelaysMs, fsyncLibrary },
       log,
     );
     const read =

@@ -28,7 +28,7 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [
-      RUN_JS, "--k", "1,2", "--seconds", "0.5", "--reps", "1", "--messages", "1000", "--read-seconds", "0.05",
+      RUN_JS, "--k", "1,2", "--seconds", "0.5", "--warmup-calls", "20", "--reps", "1", "--messages", "1000", "--read-seconds", "0.05",
       "--wal-seconds", "0.5", "--idle-seconds", "0", "--out", out, "--cache-dir", join(dir, "cache"), "--work-dir", join(dir, "work"),
     ],
     { maxBuffer: 16 * 1024 * 1024 },
@@ -191,7 +191,7 @@ test("a slow-disk run on a machine without a C compiler stops with a clear error
   const noCompiler = join(dir, "bin"); // an empty directory as the whole PATH: no cc to be found
   mkdirSync(noCompiler);
   const out = join(dir, "results");
-  const args = [RUN_JS, "--k", "1", "--modes", "jitter", "--seconds", "1", "--messages", "0", "--fsync-delay-ms", "0,1"];
+  const args = [RUN_JS, "--k", "1", "--modes", "jitter", "--seconds", "1", "--warmup-calls", "20", "--messages", "0", "--fsync-delay-ms", "0,1"];
   const run = spawnSync(process.execPath, [...args, "--cache-dir", join(dir, "cache"), "--out", out], {
     env: { ...process.env, PATH: noCompiler },
     encoding: "utf8",
@@ -234,7 +234,7 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
   test(`a bench interrupted by ${signal} stops its processes and its PostgreSQL server and removes its files`, { skip: process.platform !== "linux" }, async (t) => {
     const dir = tempDir(t);
     // Every mode that starts something: sessiondb daemons, client processes, a PostgreSQL server.
-    const args = [RUN_JS, "--k", "2", "--modes", "daemon,pg-daemon", "--seconds", "60", "--messages", "0", "--fsync-delay-ms", "0"];
+    const args = [RUN_JS, "--k", "2", "--modes", "daemon,pg-daemon", "--seconds", "60", "--warmup-calls", "20", "--messages", "0", "--fsync-delay-ms", "0"];
     const bench = spawn(process.execPath, [...args, "--cache-dir", join(dir, "cache"), "--out", join(dir, "results")], { stdio: ["ignore", "ignore", "pipe"] });
     // Should the test fail half-way, the bench still cleans up after itself (what this test checks).
     t.after(() => bench.kill("SIGTERM"));
