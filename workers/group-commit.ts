@@ -103,7 +103,17 @@ export class GroupCommit {
     queue.unshift(...jobs.slice(done));
     jobs = jobs.slice(0, done);
     if (conn.inTransaction) this.#pruneKeys(lockedAt);
-    if (conn.inTransaction) this.#cjk.afterBatch(jobs, lockedAt);
+    if (conn.inTransaction) {
+      try {
+        this.#cjk.afterBatch(jobs, lockedAt);
+      } catch (err) {
+        // The catch-up failed inside the batch's transaction (a full disk: its SAVEPOINT makes
+        // FTS5 write the terms the batch left pending): nothing of the batch is committed, the
+        // catch-up stays due.
+        if (conn.inTransaction) tx.rollback.run();
+        outcomes.splice(0, outcomes.length, ...jobs.map((j) => fail(j, err)));
+      }
+    }
     const commitStart = performance.now();
     let committed = false;
     if (conn.inTransaction) {
@@ -228,7 +238,12 @@ export class GroupCommit {
       }
     }
     const tx = this.#ctx.tx!;
-    tx.savepoint.run();
+    try {
+      // Taking it can fail too (a full disk: FTS5 writes its pending terms at a savepoint).
+      tx.savepoint.run();
+    } catch (err) {
+      return fail(job, err);
+    }
     try {
       const result = runKeyedWrite(conn, job.op, job.params, job.key);
       tx.release.run();

@@ -454,6 +454,8 @@ export class WriterClient {
     for (const waiter of this.#checkpointWaiters.splice(0)) {
       waiter.reject(new SessionDBError("INTERNAL", "the writer thread died before the checkpoint ran"));
     }
+    // The test hook's page cap holds for the new thread too.
+    if (this.#pageCap !== null) this.#deferred.unshift({ type: "maxPageCount", pages: this.#pageCap });
     for (;;) {
       try {
         await this.#spawn();
