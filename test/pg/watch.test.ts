@@ -58,20 +58,28 @@ test("a direct handle's writes reach a watcher as events in commit order, every 
   const all = collect(t, feed.subscribe({ sessionId: null, source: null, afterMessageId: null }, stop.signal));
   const one = collect(t, feed.subscribe({ sessionId: "a", source: null, afterMessageId: null }, stop.signal));
   await waitUntil("both watchers are registered", () => feed.watchers === 2);
-  await db.createSession("a", "cli");
-  await db.createSession("b", "telegram");
-  await db.appendMessage("a", { role: "user", content: "hello" });
-  await db.appendMessage("b", { role: "user", content: "other" });
-  await db.updateTokenCounts("a", { inputTokens: 5 });
-  await db.setSessionTitle("a", "Alpha");
-  await db.updateSystemPrompt("a", "be brief");
-  await db.endSession("a", "done");
-  await db.endSession("a", "again"); // the first end wins: no change, no event
-  await db.reopenSession("a");
-  await db.clearMessages("a");
-  await db.deleteSession("a");
+  // Each write's event is waited for before the next write: notifications heard together are
+  // read on one snapshot, where an end then a reopen (or a clear then a delete) compare as one
+  // change or none (docs/postgres.md); "changes read together…" below covers that case.
+  const steps: [() => Promise<unknown>, number][] = [
+    [() => db.createSession("a", "cli"), 1],
+    [() => db.createSession("b", "telegram"), 1],
+    [() => db.appendMessage("a", { role: "user", content: "hello" }), 2],
+    [() => db.appendMessage("b", { role: "user", content: "other" }), 2],
+    [() => db.updateTokenCounts("a", { inputTokens: 5 }), 3],
+    [() => db.setSessionTitle("a", "Alpha"), 4],
+    [() => db.updateSystemPrompt("a", "be brief"), 5],
+    [() => db.endSession("a", "done"), 6],
+    [() => db.endSession("a", "again"), 6], // the first end wins: no change, no event
+    [() => db.reopenSession("a"), 7],
+    [() => db.clearMessages("a"), 8],
+    [() => db.deleteSession("a"), 9],
+  ];
+  for (const [write, told] of steps) {
+    await write();
+    await waitUntil(`the watcher of a was told ${told} events`, () => one.length >= told);
+  }
   const expected = ["created a", "message hello", "tokens a", "titled a", "system_prompt a", "ended a", "reopened a", "cleared a", "deleted a"];
-  await waitUntil("the watcher of a saw it deleted", () => one.length >= expected.length);
   assert.deepEqual(one.map(label), expected);
   await waitUntil("the watcher of all saw it deleted", () => all.some((e) => label(e) === "deleted a"));
   assert.deepEqual(all.map(label), ["created a", "created b", "message hello", "message other", ...expected.slice(2)]);
