@@ -13,6 +13,7 @@ import { SessionDBError } from "../errors.js";
 import { decodeMessage, MESSAGE_SELECT, SESSION_SELECT } from "../operations/rows.js";
 import { sessionChanges, toSessionMark, type SessionMark, type SessionMarkRow } from "../operations/session-changes.js";
 import type { FeedEvent, WatchFilter } from "../operations/watch-filter.js";
+import { changeKey, inWriteOrder } from "../operations/write-changes.js";
 import type { MessageRow } from "../message-types.js";
 import type { SessionRow } from "../session-types.js";
 import type { WatchEvent } from "../watch-types.js";
@@ -169,19 +170,20 @@ export class PgChanges {
     const ids: number[] = [];
     const sessions = new Set<string>();
     let reread = false;
-    // Where each event was made, in commit order: [notification, phase, place]; the phases of one
-    // transaction are its created sessions, its messages, its other changes.
-    const madeAt = new Map<string | number, [number, number, number]>();
+    // Where each event was made (operations/write-changes.ts): at its notification's place, in
+    // commit order; a notification's other changes after its messages, in the order they were made.
+    const madeAt = new Map<string | number, number>();
     payloads.forEach((p, n) => {
       if (p.r !== undefined) reread = true;
-      p.m?.forEach((id, place) => {
+      for (const id of p.m ?? []) {
         ids.push(id);
-        if (!madeAt.has(id)) madeAt.set(id, [n, 1, place]);
-      });
+        if (!madeAt.has(id)) madeAt.set(id, n);
+      }
       for (const id of p.s ?? []) sessions.add(id);
-      p.c?.forEach(([i, change], place) => {
-        const key = `${change}\0${p.s?.[i]}`;
-        if (!madeAt.has(key)) madeAt.set(key, [n, change === "created" ? 0 : 2, place]);
+      const made = p.c ?? [];
+      made.forEach(([i, change], place) => {
+        const key = changeKey(change, p.s?.[i] ?? "");
+        if (!madeAt.has(key)) madeAt.set(key, change === "created" ? n : n + (place + 1) / (made.length + 1));
       });
     });
     const messages: FeedEvent[] = [];
@@ -222,12 +224,7 @@ export class PgChanges {
       if (after === undefined) this.#marks.delete(id);
       else this.#marks.set(id, after);
     }
-    // Among what the notifications say was made, the order it was made in; the rest (a reread's)
-    // by phase: created sessions before all, messages and other changes after.
-    const placed = (list: FeedEvent[], phase: number) => list.map((e) => ({ e, at: madeAt.get(keyOf(e)) ?? [phase === 0 ? -1 : Infinity, phase, 0] }));
-    const order = [...placed(created, 0), ...placed(messages, 1), ...placed(changed, 2)];
-    order.sort(({ at: x }, { at: y }) => compare(x[0], y[0]) || x[1] - y[1] || x[2] - y[2]);
-    return order.map(({ e }) => e);
+    return inWriteOrder([...created, ...messages, ...changed], madeAt);
   }
 
   #fail(err: SessionDBError): void {
@@ -236,16 +233,6 @@ export class PgChanges {
     void this.#listener.end();
     this.#onFailure(err);
   }
-}
-
-/** An event's key in a look's `madeAt`. */
-function keyOf({ event }: FeedEvent): string | number {
-  return event.type === "message" ? event.message.id : event.type === "session" ? `${event.change}\0${event.sessionId}` : "";
-}
-
-/** `a - b` for numbers that may be infinite. */
-function compare(a: number, b: number): number {
-  return a === b ? 0 : a < b ? -1 : 1;
 }
 
 /** Marks of the sessions named (null: of every session). */
