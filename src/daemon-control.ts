@@ -109,8 +109,20 @@ export interface DaemonStats {
   readers: ReaderStats;
   /** `watch` subscriptions now, events handed to them since the start, and times one fell behind (told `resync`). */
   watch: { watchers: number; events: number; resyncs: number };
-  /** The process's memory, in bytes (all threads). */
-  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+  memory: DaemonMemory;
+}
+
+/**
+ * The process's memory, in bytes (all threads), and `requestBytes`: the request bytes the daemon
+ * holds now (frames being received at their announced length, frames read and not yet run,
+ * requests being served), which the daemon option `maxRequestBytesTotal` bounds (128 MiB by default).
+ */
+export interface DaemonMemory {
+  rss: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  requestBytes: number;
 }
 
 /** A cumulative histogram: `[upper bound, observations ≤ it]` per bucket, then all of them. */
@@ -149,7 +161,7 @@ export interface HealthResult {
   commitSeconds: Histogram;
   /** Requests answered since the daemon started, by op and outcome ("OK" or the error code). */
   requests: Array<{ op: string; code: string; count: number }>;
-  memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+  memory: DaemonMemory;
 }
 
 /** A handle's way to the daemon that serves it (`SessionDB.daemon`). */

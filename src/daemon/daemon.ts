@@ -273,7 +273,7 @@ export class Daemon {
       writer: this.#writer.stats(),
       readers: withSnapshots(this.#readers.stats(), this.#engine.snapshots.stats()),
       watch: this.#watches.stats(),
-      memory: memory(),
+      memory: { ...memory(), requestBytes: this.#memory.budget.used },
     };
   }
 
@@ -540,7 +540,7 @@ function withSnapshots(readers: DaemonStats["readers"], snapshots: SnapshotStats
   return { ...readers, inFlight: readers.inFlight + snapshots.open, completed: readers.completed + snapshots.pagesRead };
 }
 
-function memory(): DaemonStats["memory"] {
+function memory(): Omit<DaemonStats["memory"], "requestBytes"> {
   const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
   return { rss, heapUsed, external, arrayBuffers };
 }
