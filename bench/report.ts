@@ -185,7 +185,10 @@ function readTable(size: ReadSizeResult): string {
   });
   rows.push([
     "exportAll messages/s",
-    ...conditions.map((c) => num(size.exports.find((e) => e.via === c.via && e.load === c.load)?.messagesPerS)),
+    ...conditions.map((c) => {
+      const e = size.exports.find((x) => x.via === c.via && x.load === c.load);
+      return e?.ended === true ? `${num(e.messagesPerS)} (ended by the WAL limit after ${e.messages} messages)` : num(e?.messagesPerS);
+    }),
   ]);
   const points = size.pointReads
     .map((p) => `${p.via} ${p.background} ${num(p.p50)} / ${num(p.p99)} ms${p.background === "slow-searches" ? ` (${p.searches} searches meanwhile)` : ""}`)
