@@ -52,8 +52,9 @@ export interface ExportFigures {
   messages: number;
   messagesPerS: number;
   /**
-   * The daemon ended the export (TIMEOUT): its snapshot held the WAL past the daemon's limit while
-   * the flat-out writer ran, as it is built to; the figures cover what it had received.
+   * The daemon ended the export (TIMEOUT): under the flat-out writer its snapshot held the WAL past
+   * the daemon's limit (as at 2,000,000 messages), or a page waited past its deadline; the figures
+   * cover what it had received.
    */
   ended: boolean;
 }

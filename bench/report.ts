@@ -187,7 +187,7 @@ function readTable(size: ReadSizeResult): string {
     "exportAll messages/s",
     ...conditions.map((c) => {
       const e = size.exports.find((x) => x.via === c.via && x.load === c.load);
-      return e?.ended === true ? `${num(e.messagesPerS)} (ended by the WAL limit after ${e.messages} messages)` : num(e?.messagesPerS);
+      return e?.ended === true ? `${num(e.messagesPerS)} (ended by the daemon, TIMEOUT, after ${e.messages} messages)` : num(e?.messagesPerS);
     }),
   ]);
   const points = size.pointReads
