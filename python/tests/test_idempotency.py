@@ -143,9 +143,13 @@ def test_kill_9_of_the_daemon_in_a_loop_under_python_and_typescript_writers_lose
     errors = []
     py_ids = {}
 
+    # Opened (connected) before the first kill, as the TypeScript writers are before they say
+    # "ready": the open is no write, and the kills are for writes in flight. A generous deadline:
+    # the daemon is restarted within it however loaded the machine is.
+    handles = [SessionDB(path, autostart=False, timeout=120) for _ in range(WRITERS)]
+
     def write(w: int) -> None:
-        # A generous deadline: the daemon is restarted within it however loaded the machine is.
-        with SessionDB(path, autostart=False, timeout=120) as db:
+        with handles[w] as db:
             for i in range(APPENDS):
                 try:
                     py_ids[f"w{w} m{i}"] = db.append_message(f"w{w}", "user", f"w{w} m{i}")
@@ -175,7 +179,10 @@ def test_kill_9_of_the_daemon_in_a_loop_under_python_and_typescript_writers_lose
     finally:
         for thread in threads:
             thread.join()
-        reports = [p.communicate(timeout=600) for p in ts_writers]
+        # Read through the file objects: readline() of "ready" may have buffered the writer's last
+        # line too (a writer done before it was read), which communicate(), reading the pipe past
+        # that buffer, would miss.
+        reports = [(p.stdout.read(), p.stderr.read(), p.wait(timeout=600))[:2] for p in ts_writers]
     assert errors == []
     for w in range(WRITERS):
         rows = run_sql(path, "SELECT content, id FROM messages WHERE session_id = ? ORDER BY id", (f"w{w}",))
