@@ -262,7 +262,11 @@ class AsyncSessionDB(Operations):
             return await self._open_first(deadline)
         except NoDaemon as err:
             if await loop.run_in_executor(None, target.wait_for_holder, deadline):
-                return await self._open_first(max(deadline, time.monotonic() + 1.0))
+                # As Target.connect: a holder gone again after its probe is UNAVAILABLE, never NoDaemon.
+                try:
+                    return await self._open_first(max(deadline, time.monotonic() + 1.0))
+                except NoDaemon as again:
+                    raise target.no_daemon(f"{again}, after the daemon holding the file answered") from None
             if not target.autostart:
                 raise target.no_daemon(f"{err}; {target.autostart_off()}") from None
         await loop.run_in_executor(None, target.start_daemon)

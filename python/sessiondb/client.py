@@ -163,12 +163,18 @@ class Target:
                      self.autostart_idle_exit, on_spawn)
 
     def connect(self, deadline: float) -> Connection:
-        """A connection to the file's daemon, starting one when allowed and none answers."""
+        """A connection to the file's daemon, starting one when allowed and none answers. Raises
+        UnavailableError (or another SessionDBError) when there is none, never NoDaemon."""
         try:
             return self.open_first(deadline)
         except NoDaemon as err:
             if self.wait_for_holder(deadline):
-                return self.open_first(max(deadline, time.monotonic() + 1.0))
+                # The holder answered a probe, and may be gone again (killed, restarting): that is
+                # UNAVAILABLE, which a keyed write sends again until its deadline, never NoDaemon.
+                try:
+                    return self.open_first(max(deadline, time.monotonic() + 1.0))
+                except NoDaemon as again:
+                    raise self.no_daemon(f"{again}, after the daemon holding the file answered") from None
             if not self.autostart:
                 raise self.no_daemon(f"{err}; {self.autostart_off()}") from None
         self.start_daemon()
