@@ -131,6 +131,15 @@ console.log(JSON.stringify({ ids, failed }));
 """
 
 
+def finished(writer: subprocess.Popen) -> tuple:
+    """A TypeScript writer's stdout after "ready", and its stderr, once it exited. Read through the
+    file objects: the readline() of "ready" may have buffered its last line too (a writer done
+    before it was read), which communicate(), reading the pipe past that buffer, would miss."""
+    out, err = writer.stdout.read(), writer.stderr.read()
+    writer.wait(timeout=600)
+    return out, err
+
+
 def test_kill_9_of_the_daemon_in_a_loop_under_python_and_typescript_writers_loses_and_doubles_nothing(start_daemon, tmp: Path):
     path = tmp / "state.db"
     daemon = start_daemon(path)
@@ -179,10 +188,7 @@ def test_kill_9_of_the_daemon_in_a_loop_under_python_and_typescript_writers_lose
     finally:
         for thread in threads:
             thread.join()
-        # Read through the file objects: readline() of "ready" may have buffered the writer's last
-        # line too (a writer done before it was read), which communicate(), reading the pipe past
-        # that buffer, would miss.
-        reports = [(p.stdout.read(), p.stderr.read(), p.wait(timeout=600))[:2] for p in ts_writers]
+        reports = [finished(p) for p in ts_writers]
     assert errors == []
     for w in range(WRITERS):
         rows = run_sql(path, "SELECT content, id FROM messages WHERE session_id = ? ORDER BY id", (f"w{w}",))
