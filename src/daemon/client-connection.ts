@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { SessionDBError, toSessionDBError, toWireError } from "../errors.js";
-import { decodeBody, encodeFrame } from "../protocol/frame-codec.js";
+import { decodeBody, EncodedResult, encodeFrame, resultFrame } from "../protocol/frame-codec.js";
 import { FrameDecoder } from "../protocol/frame-decoder.js";
 import type { BodyPool } from "../protocol/body-pool.js";
 import { FrameWriter } from "../protocol/frame-writer.js";
@@ -196,6 +196,10 @@ export class ClientConnection {
 
   #send(message: Response): void {
     if (!this.open) return;
+    if (message.ok && message.result instanceof EncodedResult) {
+      this.#writer.write(resultFrame(message.id, message.result));
+      return;
+    }
     if (message.ok) markReals(message.result);
     this.#writer.write(encodeFrame(message));
   }

@@ -45,6 +45,11 @@ export interface DaemonReaders {
    * that asked, whose reads may be dropped once it has gone.
    */
   run(op: EngineOpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown>;
+  /**
+   * A read whose result goes to `requester` as it is, as its reply: like `run`, and it may
+   * resolve with the result already encoded for the wire (an `EncodedResult`, SQLite's readers).
+   */
+  reply(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester): Promise<unknown>;
   /** Fault injection: the next `reads` reads fail as if their reader died. */
   crashDuringNextReads(reads: number): void;
   stats(): ReaderStats;

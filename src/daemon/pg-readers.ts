@@ -23,6 +23,11 @@ export class PgReaders implements DaemonReaders {
     this.#size = size;
   }
 
+  /** PostgreSQL's rows are read on this thread: the reply encodes them as any other result. */
+  reply(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester): Promise<unknown> {
+    return this.run(op, params, deadline, undefined, requester);
+  }
+
   async run(op: EngineOpName, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
     // A read whose client has gone, or whose deadline has passed, is not started.
     if (gone(requester)) throw new SessionDBError("CLOSED", "the client went away before this read started");

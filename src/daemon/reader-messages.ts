@@ -34,7 +34,9 @@ export interface ReadTask {
   deadline: number;
   /** Fault injection only: the thread exits while serving this read instead of answering. */
   crash?: boolean;
+  /** The result goes to a client as it is: the thread encodes it for the wire (`encoded`: its bytes, one per character). */
+  encode?: boolean;
 }
 
 /** Errors travel as data: a thrown error would lose its code crossing the thread boundary. */
-export type ReadOutcome = { ok: true; result: unknown } | { ok: false; error: WireError };
+export type ReadOutcome = { ok: true; result: unknown } | { ok: true; encoded: string } | { ok: false; error: WireError };

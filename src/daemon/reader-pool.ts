@@ -4,7 +4,8 @@ import { SessionDBError, fromWireError } from "../errors.js";
 import type { ReaderStats } from "../protocol/control.js";
 import type { ReadOutcome, ReaderConfig, ReaderOp, ReadTask } from "./reader-messages.js";
 import { MAX_TIMER_MS } from "./idle-exit.js";
-import { OPERATIONS } from "../operation-catalogue.js";
+import { OPERATIONS, type EngineOpName } from "../operation-catalogue.js";
+import { EncodedResult } from "../protocol/frame-codec.js";
 
 const READER_URL = new URL("../../workers/reader.js", import.meta.url);
 /**
@@ -102,11 +103,22 @@ export class ReaderPool {
    * when its requester goes away it is answered CLOSED.
    */
   run(op: ReaderOp, params: unknown, deadline: number, cursor?: unknown, requester?: ReadRequester): Promise<unknown> {
-    const crash = this.#crashes > 0;
-    if (crash) this.#crashes--;
+    return this.#queue({ op, params, cursor, deadline }, requester);
+  }
+
+  /** A read whose result goes to `requester` as it is: it resolves with the result encoded by the thread (an `EncodedResult`). */
+  reply(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester): Promise<unknown> {
+    return this.#queue({ op, params, deadline, encode: true }, requester);
+  }
+
+  #queue(task: ReadTask, requester: ReadRequester | undefined): Promise<unknown> {
+    if (this.#crashes > 0) {
+      this.#crashes--;
+      task.crash = true;
+    }
     return new Promise((resolve, reject) => {
-      const read: QueuedRead = { task: { op, params, cursor, deadline, ...(crash ? { crash } : {}) }, requester, resolve, reject };
-      (isSlow(op) ? this.#slow : this.#cheap).push(read);
+      const read: QueuedRead = { task, requester, resolve, reject };
+      (isSlow(task.op) ? this.#slow : this.#cheap).push(read);
       this.#pump();
     });
   }
@@ -164,8 +176,8 @@ export class ReaderPool {
     this.#pool.run(read.task, { signal: stop.signal }).then(
       (outcome) => {
         if (why !== null) return;
-        if (outcome.ok) read.resolve(outcome.result);
-        else read.reject(fromWireError(outcome.error));
+        if (!outcome.ok) read.reject(fromWireError(outcome.error));
+        else read.resolve("encoded" in outcome ? new EncodedResult(outcome.encoded) : outcome.result);
       },
       (err: unknown) => read.reject(why ?? new SessionDBError("INTERNAL", `a reader thread failed: ${(err as Error).message}`)),
     ).finally(() => {

@@ -71,14 +71,15 @@ export class RequestDispatch {
       if (this.#engine.readOnly) throw this.#engine.readOnlyError(request.op);
       return this.#engine.writer.write(request.op as WriteOpName, params, deadline, request.idempotencyKey ?? null);
     }
-    if (kind === "read") return this.#read(request.op as ReadOpName, params, deadline, connection);
+    if (kind === "read") return this.#reply(request.op as ReadOpName, params, deadline, connection);
     return this.#stream(request.op as StreamOpName, params, request.id, connection, deadline - receivedAt);
   }
 
-  async #read(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester, cursor?: unknown): Promise<unknown> {
+  /** A read answered to its client as the readers give it (SQLite's: already encoded). */
+  async #reply(op: EngineOpName, params: unknown, deadline: number, requester: ReadRequester): Promise<unknown> {
     this.#readsQueued++;
     try {
-      return await this.#engine.readers.run(op, params, deadline, cursor, requester);
+      return await this.#engine.readers.reply(op, params, deadline, requester);
     } finally {
       this.#readsQueued--;
     }

@@ -66,18 +66,39 @@ export function encodeValue(value: unknown): Uint8Array {
 }
 
 const CHUNK_KEY = Buffer.from([0xa5, 0x63, 0x68, 0x75, 0x6e, 0x6b]); // fixstr "chunk"
+const OK_RESULT_KEYS = Buffer.from([0xa2, 0x6f, 0x6b, 0xc3, 0xa6, 0x72, 0x65, 0x73, 0x75, 0x6c, 0x74]); // "ok" true "result"
+
+/**
+ * A read's result already encoded by `encodeValue` (by the reader thread that read it): the reply
+ * frame is put around its bytes as they are (`resultFrame`), neither copied between threads as
+ * objects nor encoded again on the daemon's main thread.
+ */
+export class EncodedResult {
+  /** `bytes`: the MessagePack bytes, one per character (latin1). */
+  constructor(readonly bytes: string) {}
+}
 
 /**
  * The frame `{id, chunk}` (what `encodeFrame` makes of it, byte for byte) around a chunk already
  * encoded by `encodeValue`: one commit's events are encoded once, whatever the subscribers.
  */
 export function chunkFrame(id: number, chunk: Uint8Array): Buffer {
+  return idFrame(2, id, CHUNK_KEY, chunk);
+}
+
+/** The reply `{id, ok: true, result}` (what `encodeFrame` makes of it, byte for byte) around a result encoded by `encodeValue`. */
+export function resultFrame(id: number, result: EncodedResult): Buffer {
+  return idFrame(3, id, OK_RESULT_KEYS, result.bytes);
+}
+
+/** A frame of a map of `entries` entries: `id` first, then the bytes of the others (`keys`, then the last value). */
+function idFrame(entries: 2 | 3, id: number, keys: Buffer, value: Uint8Array | string): Buffer {
   const idBytes = id < 0x80 ? 1 : id < 0x100 ? 2 : id < 0x10000 ? 3 : 5;
-  const bodyLength = 1 + 3 + idBytes + CHUNK_KEY.length + chunk.length;
+  const bodyLength = 1 + 3 + idBytes + keys.length + value.length;
   const frame = Buffer.allocUnsafe(HEADER_BYTES + bodyLength);
   frame.writeUInt32BE(bodyLength, 0);
   let at = HEADER_BYTES;
-  frame[at++] = 0x82; // fixmap of 2
+  frame[at++] = 0x80 | entries; // fixmap
   frame[at++] = 0xa2; // fixstr "id"
   frame[at++] = 0x69;
   frame[at++] = 0x64;
@@ -85,9 +106,10 @@ export function chunkFrame(id: number, chunk: Uint8Array): Buffer {
   else if (idBytes === 2) (frame[at++] = 0xcc, frame[at++] = id);
   else if (idBytes === 3) (frame[at++] = 0xcd, frame.writeUInt16BE(id, at), at += 2);
   else (frame[at++] = 0xce, frame.writeUInt32BE(id, at), at += 4);
-  CHUNK_KEY.copy(frame, at);
-  at += CHUNK_KEY.length;
-  frame.set(chunk, at);
+  keys.copy(frame, at);
+  at += keys.length;
+  if (typeof value === "string") frame.write(value, at, "latin1");
+  else frame.set(value, at);
   return frame;
 }
 
