@@ -11,8 +11,7 @@ import { runOperation } from "../src/sqlite/operations.js";
 import { DEFAULT_RETRY, retryBusySync } from "../src/sqlite/transaction.js";
 import type { ReadOutcome, ReadTask, ReaderConfig, WatchReplay } from "../src/daemon/reader-messages.js";
 import { messagesAfter } from "../src/sqlite/change-reader.js";
-import { encodeValue } from "../src/protocol/frame-codec.js";
-import { markReals } from "../src/protocol/wire-reals.js";
+import { encodeResult } from "../src/protocol/wire-reals.js";
 import { nameThread } from "./thread-name.js";
 
 nameThread("sdb-reader");
@@ -39,13 +38,9 @@ export default function read(task: ReadTask): ReadOutcome {
       : op === "watchReplay"
         ? retryBusySync(DEFAULT_RETRY, () => replayPage(connection(), task.params as WatchReplay))
         : retryBusySync(DEFAULT_RETRY, () => runOperation(connection(), op, task.params, task.cursor ?? null));
-    if (task.encode !== true) return { ok: true, result };
-    // Encoded here, beside the query, rather than copied to the main thread as objects and
-    // encoded there. Sent as a string of one byte per character: a string crosses to the main
-    // thread as one copy, where a Uint8Array would cost it an ArrayBuffer per reply to collect.
-    markReals(result);
-    const bytes = encodeValue(result);
-    return { ok: true, encoded: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1") };
+    // A reply's result is encoded here, beside the query, rather than copied to the main thread
+    // as objects and encoded there.
+    return task.encode === true ? { ok: true, encoded: encodeResult(result) } : { ok: true, result };
   } catch (err) {
     return { ok: false, error: toWireError(err) };
   }

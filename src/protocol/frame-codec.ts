@@ -69,9 +69,9 @@ const CHUNK_KEY = Buffer.from([0xa5, 0x63, 0x68, 0x75, 0x6e, 0x6b]); // fixstr "
 const OK_RESULT_KEYS = Buffer.from([0xa2, 0x6f, 0x6b, 0xc3, 0xa6, 0x72, 0x65, 0x73, 0x75, 0x6c, 0x74]); // "ok" true "result"
 
 /**
- * A read's result already encoded by `encodeValue` (by the reader thread that read it): the reply
- * frame is put around its bytes as they are (`resultFrame`), neither copied between threads as
- * objects nor encoded again on the daemon's main thread.
+ * A read's result already encoded by the reader thread that read it (wire-reals.ts
+ * `encodeResult`): the reply frame is put around its bytes as they are (`resultFrame`), neither
+ * copied between threads as objects nor encoded again on the daemon's main thread.
  */
 export class EncodedResult {
   /** `bytes`: the MessagePack bytes, one per character (latin1). */
@@ -86,7 +86,7 @@ export function chunkFrame(id: number, chunk: Uint8Array): Buffer {
   return idFrame(2, id, CHUNK_KEY, chunk);
 }
 
-/** The reply `{id, ok: true, result}` (what `encodeFrame` makes of it, byte for byte) around a result encoded by `encodeValue`. */
+/** The reply `{id, ok: true, result}` (what `encodeFrame` makes of it, byte for byte) around a result encoded by the reader thread. */
 export function resultFrame(id: number, result: EncodedResult): Buffer {
   return idFrame(3, id, OK_RESULT_KEYS, result.bytes);
 }

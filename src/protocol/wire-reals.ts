@@ -5,7 +5,7 @@
  * by name: the schema's REAL columns and the listings' REAL aliases. Decoded JSON columns are
  * the caller's own data and are not entered (an int there stays an int).
  */
-import { Real } from "./frame-codec.js";
+import { encodeValue, Real } from "./frame-codec.js";
 
 const REAL_KEYS: ReadonlySet<string> = new Set([
   "started_at", "ended_at", "estimated_cost_usd", "actual_cost_usd", "timestamp", "last_active", "session_started",
@@ -32,4 +32,16 @@ export function markReals(value: unknown): void {
       markReals(item);
     }
   }
+}
+
+/**
+ * A reply's result with its REAL values marked, encoded as `EncodedResult` carries it: the
+ * MessagePack bytes, one per character (latin1). What a reader thread hands the main thread: a
+ * string crosses as one copy, where a Uint8Array would cost the main thread an ArrayBuffer per
+ * reply to collect. Marks `result` in place.
+ */
+export function encodeResult(result: unknown): string {
+  markReals(result);
+  const bytes = encodeValue(result);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }

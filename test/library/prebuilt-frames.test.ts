@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { chunkFrame, decodeBody, EncodedResult, encodeFrame, encodeValue, Real, resultFrame } from "../../src/protocol/frame-codec.js";
-import { markReals } from "../../src/protocol/wire-reals.js";
+import { encodeResult, markReals } from "../../src/protocol/wire-reals.js";
 
 const IDS = [0, 1, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x1_0000, 2 ** 32 - 1];
 const RESULTS: unknown[] = [
@@ -18,12 +18,9 @@ const RESULTS: unknown[] = [
   Buffer.from([0, 1, 2, 255]),
 ];
 
-/** What the reader thread sends: the result marked and encoded, as one latin1 character per byte. */
+/** What the reader thread sends (`encodeResult` marks its argument: a copy), as the reader pool hands it on. */
 function encodedByReader(result: unknown): EncodedResult {
-  const copy = structuredClone(result);
-  markReals(copy);
-  const bytes = encodeValue(copy);
-  return new EncodedResult(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1"));
+  return new EncodedResult(encodeResult(structuredClone(result)));
 }
 
 test("a result encoded by a reader thread frames as the main thread would encode the reply", () => {
