@@ -34,7 +34,7 @@ export type { Engine } from "./engine-kind.js";
  * applied at most once per key; the same key again answers the first result (the same message
  * id) without applying anything, and the same key with another op or other arguments rejects
  * with `IDEMPOTENCY_CONFLICT`. Keys are kept at least `keyRetentionHours` (default 24). Left
- * out, the daemon client and auto mode give the write a key of their own (`auto-<uuid>-<n>`), so
+ * out, the daemon client and auto mode give the write a key of their own (`auto-<time>-<uuid>-<n>`), so
  * they can send it again after a lost connection, a daemon restart or a fail-over.
  */
 export interface WriteOptions {

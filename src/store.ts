@@ -35,7 +35,7 @@ export abstract class Store implements SessionDB {
    */
   protected abstract call<K extends CallOpName>(name: K, args: ParamsOf<K>, key: string | null): Call<K>;
   /**
-   * Whether a write whose caller gave no key gets one of this store's own (`auto-<uuid>-<n>`): the
+   * Whether a write whose caller gave no key gets one of this store's own (`auto-<time>-<uuid>-<n>`): the
    * stores that can send a write again (the daemon client, auto mode) do.
    */
   protected get autoKeys(): boolean {

@@ -5,6 +5,7 @@ again resend on their own: every append present exactly once, no call failed."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import time
@@ -87,6 +88,30 @@ try {{
 """
     out = subprocess.run(["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_automatic_keys_carry_the_time_they_were_made_first(start_daemon, tmp: Path):
+    """``auto-<time>-<uuid4>``, <time> nine base-36 digits of milliseconds: the keys of later
+    writes sort after the kept ones, so a commit adds its keys at the end of the table's index."""
+    daemon = start_daemon(tmp / "state.db")
+    before = time.time_ns() // 1_000_000
+    with SessionDB(daemon.db, autostart=False) as db:
+        db.create_session("s", "cli")
+        rounds = []
+        for round_ in range(3):
+            rounds.append([db.append_message("s", "user", f"round {round_} turn {i}") for i in range(4)])
+            time.sleep(0.003)  # the next round's keys are made in a later millisecond
+    after = time.time_ns() // 1_000_000
+    rows = run_sql(daemon.db, "SELECT key, op, result FROM sessiondb_idempotency ORDER BY rowid")
+    assert len(rows) == 13
+    for key, _, _ in rows:
+        match = re.fullmatch(r"auto-([0-9a-z]{9})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", key)
+        assert match, key
+        assert before <= int(match.group(1), 36) <= after, (key, before, after)
+    key_of = {json.loads(result)[0]: key for key, op, result in rows if op == "appendMessage"}
+    for round_ in range(1, len(rounds)):
+        latest_before = max(key_of[i] for earlier in rounds[:round_] for i in earlier)
+        assert all(key_of[i] > latest_before for i in rounds[round_]), (rounds, key_of)
 
 
 def test_keys_from_typescript_and_python_on_one_daemon(start_daemon, tmp: Path):

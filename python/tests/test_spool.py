@@ -95,7 +95,7 @@ def test_a_torn_last_record_is_ignored_and_cut_off_by_the_next_append(start_daem
 
 def test_a_full_spool_takes_no_write_and_the_call_raises_the_original_error_saying_so(start_daemon, tmp: Path):
     daemon = start_daemon(tmp / "state.db")
-    with SessionDB(daemon.db, autostart=False, timeout=1, spool={"dir": tmp / "spool", "max_bytes": 200}) as db:
+    with SessionDB(daemon.db, autostart=False, timeout=1, spool={"dir": tmp / "spool", "max_bytes": 260}) as db:
         db.create_session("s", "cli")
         holder = sqlite3.connect(str(daemon.db), isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
