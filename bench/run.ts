@@ -16,8 +16,9 @@ const USAGE = `Usage: npm run bench [-- options]
                          fsync delays 0, 1 and 3 ms
   --k 1,4,16,32          client process counts of the convoy matrix
   --seconds N            length of each convoy run (quick 3, full 10)
-  --warmup-calls N       calls each client makes before the measured window (default 200: long enough for
-                         V8 to optimize the client, as in a long-lived process; 0 measures the first calls)
+  --warmup-calls N       calls each client makes before the measured window (default 200: past the first
+                         calls, which compile the client; its hottest functions reach V8's optimizing
+                         tier after about 1,250-2,750 calls; 0 measures the first calls)
   --reps N               repetitions of the matrix (quick 1, full 3)
   --modes a,b            convoy modes: busy, jitter, python-jitter, python-daemon, daemon, daemon-keyless, daemon-ping, daemon-pipelined,
                          ceiling, pg-direct, pg-daemon, pg-daemon-2 (the pg- modes run on a throwaway
