@@ -109,8 +109,12 @@ def test_automatic_keys_carry_the_time_they_were_made_first(start_daemon, tmp: P
         assert match, key
         assert before <= int(match.group(1), 36) <= after, (key, before, after)
     key_of = {json.loads(result)[0]: key for key, op, result in rows if op == "appendMessage"}
+    made_at = {i: int(key.split("-")[1], 36) for i, key in key_of.items()}
     for round_ in range(1, len(rounds)):
-        latest_before = max(key_of[i] for earlier in rounds[:round_] for i in earlier)
+        earlier = [i for ids in rounds[:round_] for i in ids]
+        latest_before = max(key_of[i] for i in earlier)
+        # Each write's own time: made after the pause, later than every earlier key's.
+        assert all(made_at[i] > max(made_at[j] for j in earlier) for i in rounds[round_]), (rounds, key_of)
         assert all(key_of[i] > latest_before for i in rounds[round_]), (rounds, key_of)
 
 

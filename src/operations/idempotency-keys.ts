@@ -37,14 +37,9 @@ let autoKeyCount = 0;
  */
 const KEY_TIME_DIGITS = 9;
 
-/** `ms` as a key's time: base 36, zero-padded to KEY_TIME_DIGITS. */
-function keyTime(ms: number): string {
-  return Math.floor(ms).toString(36).padStart(KEY_TIME_DIGITS, "0");
-}
-
 /**
  * The key a client gives a write whose caller gave none: kept across the client's own re-sends.
- * `auto-<time>-<uuid>-<n>`: the time the key was made (keyTime), a random UUID drawn once per
+ * `auto-<time>-<uuid>-<n>`: the time the key was made (KEY_TIME_DIGITS), a random UUID drawn once per
  * process, then a counter, as unique as a UUID per write (another process, or this one after a
  * restart, draws another) without drawing one per write. The time comes first so that new keys,
  * from every client, sort after the kept ones: each commit adds its keys at the end of the keys
@@ -52,7 +47,7 @@ function keyTime(ms: number): string {
  */
 export function autoKey(): string {
   autoKeyPrefix ??= `-${randomUUID()}-`;
-  return `auto-${keyTime(Date.now())}${autoKeyPrefix}${(++autoKeyCount).toString(36)}`;
+  return `auto-${Date.now().toString(36).padStart(KEY_TIME_DIGITS, "0")}${autoKeyPrefix}${(++autoKeyCount).toString(36)}`;
 }
 
 /** A key as a call or a request gives it: a string of 1–256 characters, or none (undefined, null). */

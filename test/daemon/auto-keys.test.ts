@@ -37,8 +37,15 @@ test("automatic keys carry the time they were made first, so later writes' keys 
     assert.ok(madeAt >= before && madeAt <= after, `made at ${madeAt}, within the test's ${before}–${after}`);
   }
   const keyOf = new Map(rows.filter((r) => r.op === "appendMessage").map((r) => [(JSON.parse(r.result) as number[])[0]!, r.key]));
+  const madeAt = (id: number) => parseInt(AUTO_KEY.exec(keyOf.get(id)!)![1]!, 36);
   for (let round = 1; round < rounds.length; round++) {
-    const latestBefore = rounds.slice(0, round).flat().map((id) => keyOf.get(id)!).sort().at(-1)!;
-    for (const id of rounds[round]!) assert.ok(keyOf.get(id)! > latestBefore, `round ${round}'s ${keyOf.get(id)} sorts after ${latestBefore}`);
+    const earlier = rounds.slice(0, round).flat();
+    const latestBefore = earlier.map((id) => keyOf.get(id)!).sort().at(-1)!;
+    const latestTime = Math.max(...earlier.map(madeAt));
+    for (const id of rounds[round]!) {
+      // Each write's own time, not one drawn per process: made after the pause, it is later.
+      assert.ok(madeAt(id) > latestTime, `round ${round}'s ${keyOf.get(id)} was made after every earlier key (${latestTime})`);
+      assert.ok(keyOf.get(id)! > latestBefore, `round ${round}'s ${keyOf.get(id)} sorts after ${latestBefore}`);
+    }
   }
 });
