@@ -49,7 +49,9 @@ test(`${FRAMES} random and mutated frames from many connections: the daemon surv
     await roundClosed();
     memory.push((await daemonStats(control)).memory);
   }
-  const rssMid = memory[0]!.rss;
+  // The first half's end: after one round of four the daemon's heaps and allocator arenas are
+  // still filling (under load more slowly), which is not a leak.
+  const rssMid = memory[ROUNDS / 2 - 1]!.rss;
   const rssAfter = rssBytes(daemon.pid);
   t.diagnostic(`memory after each round: ${memory.map((m) => `rss ${mib(m.rss)} heap ${mib(m.heapUsed)} external ${mib(m.external)}`).join("; ")}`);
 
@@ -80,7 +82,7 @@ test(`${FRAMES} random and mutated frames from many connections: the daemon surv
 
   // Memory: bounded, and not growing from one half of the fuzz to the other.
   assert.ok(rssAfter - baseline.rss < 96 * 1048576, `RSS grew from ${mib(baseline.rss)} to ${mib(rssAfter)}`);
-  assert.ok(rssAfter - rssMid < 48 * 1048576, `RSS kept growing: ${mib(rssMid)} after the first round, ${mib(rssAfter)} after the last`);
+  assert.ok(rssAfter - rssMid < 48 * 1048576, `RSS kept growing: ${mib(rssMid)} after the first half's rounds, ${mib(rssAfter)} after the last`);
   const stopped = await daemon.stop();
   assert.equal(stopped.code, 0, stopped.stderr);
   const check = checkFile(dbPath);
