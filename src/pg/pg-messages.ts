@@ -19,13 +19,12 @@ export async function messagesOf(db: PgQueryable, sessionId: string): Promise<Me
   return stored.map(decodeMessage);
 }
 
+/** The newest child of a session started at or after a time: the next session of its chain. */
+const CONTINUATION_SQL = "SELECT id FROM sessions WHERE parent_session_id = $1 AND started_at >= $2 ORDER BY started_at DESC LIMIT 1";
+
 async function answer(db: PgQueryable, q: ChainQuestion): Promise<ChainAnswer> {
   if (q.ask === "end") return one<{ end_reason: string | null; ended_at: number | null }>(db, "SELECT end_reason, ended_at FROM sessions WHERE id = $1", [q.id]);
-  const child = await one<{ id: string }>(
-    db,
-    "SELECT id FROM sessions WHERE parent_session_id = $1 AND started_at >= $2 ORDER BY started_at DESC LIMIT 1",
-    [q.id, q.since],
-  );
+  const child = await one<{ id: string }>(db, CONTINUATION_SQL, [q.id, q.since]);
   return child?.id;
 }
 
@@ -51,12 +50,29 @@ const LIST_SQL = `${RICH_SELECT}
     AND ($3::text[] IS NULL OR NOT (s.source = ANY($3)))
   ORDER BY s.started_at DESC LIMIT $4 OFFSET $5`;
 
+/** The next session of a chain as a listed row (its preview raw). */
+const NEXT_ROW_SQL = `${RICH_SELECT} WHERE s.id = (${CONTINUATION_SQL})`;
+
+/**
+ * A compressed root shown as its chain's tip. The walk starts from the row's own end, and each
+ * hop reads the next session's whole row, whose end the walk then knows: one round trip per hop
+ * (there were four for a chain of two: the root's end, its child's id, the child's end, its row).
+ */
 async function project(db: PgQueryable, root: RichSessionRow): Promise<RichSessionRow> {
   if (!isCompressedRoot(root)) return root;
-  const tipId = await compressionTip(db, root.id);
-  if (tipId === root.id) return root;
-  const tip = await one<RichSessionRow>(db, `${RICH_SELECT} WHERE s.id = $1`, [tipId]);
-  return tip === undefined ? root : projectOntoRoot(root, tip);
+  let tip = root;
+  const walk = compressionTipWalk(root);
+  for (let step = walk.next(); step.done !== true; ) {
+    const q = step.value;
+    if (q.ask === "end") {
+      step = walk.next(await answer(db, q));
+      continue;
+    }
+    const next = await one<RichSessionRow>(db, NEXT_ROW_SQL, [q.id, q.since]);
+    if (next !== undefined) tip = next;
+    step = walk.next(next);
+  }
+  return tip.id === root.id ? root : projectOntoRoot(root, tip);
 }
 
 export const messageRunners = {

@@ -6,12 +6,13 @@ import { compressionTipWalk, type ChainAnswer, type ChainQuestion } from "../ope
 import { finishRow, isCompressedRoot, projectOntoRoot } from "../operations/rich-listing.js";
 import { SESSION_SELECT } from "../operations/rows.js";
 
+/** The newest child of a session started at or after a time: the next session of its chain. */
+const CONTINUATION_SQL = "SELECT id FROM sessions WHERE parent_session_id = ? AND started_at >= ? ORDER BY started_at DESC LIMIT 1";
+
 function answer(db: Connection, q: ChainQuestion): ChainAnswer {
   return q.ask === "end"
     ? (sql(db, "SELECT end_reason, ended_at FROM sessions WHERE id = ?").get(q.id) as ChainAnswer)
-    : (sql(db, "SELECT id FROM sessions WHERE parent_session_id = ? AND started_at >= ? ORDER BY started_at DESC LIMIT 1")
-        .pluck()
-        .get(q.id, q.since) as string | undefined);
+    : (sql(db, CONTINUATION_SQL).pluck().get(q.id, q.since) as string | undefined);
 }
 
 /** The live end of the conversation `id` belongs to (operations/compression-chain.ts). */
@@ -39,14 +40,29 @@ const LIST_SQL = `${RICH_SELECT}
     AND (@excluded IS NULL OR s.source NOT IN (SELECT value FROM json_each(@excluded)))
   ORDER BY s.started_at DESC LIMIT @limit OFFSET @offset`;
 
-const ONE_SQL = `${RICH_SELECT} WHERE s.id = ?`;
+/** The next session of a chain as a listed row (its preview raw). */
+const NEXT_ROW_SQL = `${RICH_SELECT} WHERE s.id = (${CONTINUATION_SQL})`;
 
+/**
+ * A compressed root shown as its chain's tip. The walk starts from the row's own end, and each
+ * hop reads the next session's whole row, whose end the walk then knows: one statement per hop
+ * (there were four for a chain of two: the root's end, its child's id, the child's end, its row).
+ */
 function project(db: Connection, root: RichSessionRow): RichSessionRow {
   if (!isCompressedRoot(root)) return root;
-  const tipId = compressionTip(db, root.id);
-  if (tipId === root.id) return root;
-  const tip = sql(db, ONE_SQL).get(tipId) as RichSessionRow | undefined;
-  return tip === undefined ? root : projectOntoRoot(root, tip);
+  let tip = root;
+  const walk = compressionTipWalk(root);
+  for (let step = walk.next(); step.done !== true; ) {
+    const q = step.value;
+    if (q.ask === "end") {
+      step = walk.next(answer(db, q));
+      continue;
+    }
+    const next = sql(db, NEXT_ROW_SQL).get(q.id, q.since) as RichSessionRow | undefined;
+    if (next !== undefined) tip = next;
+    step = walk.next(next);
+  }
+  return tip.id === root.id ? root : projectOntoRoot(root, tip);
 }
 
 export const listSessionsRich = read("listSessionsRich", (db, p) => {
