@@ -25,6 +25,12 @@ export interface ResolvedBenchOptions {
   modes: ConvoyMode[];
   /** Per read operation and condition. */
   readSeconds: number;
+  /**
+   * Each read operation runs this long, unmeasured, before its measured window: the figures are a
+   * daemon's (and a client's) that has served a while, not its first calls, which V8 has not
+   * compiled yet (those are the idle footprint's cold reads).
+   */
+  readWarmupSeconds: number;
   walSeconds: number;
   /** The daemons' TRUNCATE bound; null for their default. */
   walLimitMb: number | null;

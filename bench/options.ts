@@ -18,6 +18,7 @@ export interface BenchArgs {
   synchronous?: string;
   modes?: string;
   "read-seconds"?: string;
+  "read-warmup-seconds"?: string;
   "wal-seconds"?: string;
   "wal-limit-mb"?: string;
   seed?: string;
@@ -37,11 +38,11 @@ type Preset = Omit<ResolvedBenchOptions, "out" | "cacheDir" | "workDir" | "synch
 const PRESETS: Record<"quick" | "full", Preset> = {
   // 4 s of WAL growth stay under the daemon's default bound (64 MiB): a small one shows it at work.
   quick: {
-    preset: "quick", ks: [1, 4, 16, 32], seconds: 3, warmupCalls: 200, reps: 1, messages: [20_000], readSeconds: 0.6, walSeconds: 4, walCheckLimitMb: 8,
+    preset: "quick", ks: [1, 4, 16, 32], seconds: 3, warmupCalls: 200, reps: 1, messages: [20_000], readSeconds: 0.6, readWarmupSeconds: 2, walSeconds: 4, walCheckLimitMb: 8,
     fsyncDelaysMs: [0, 1], idleSettleSeconds: 10, idleWindowSeconds: 10, soakSeconds: 60, coldReads: 10,
   },
   full: {
-    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, warmupCalls: 200, reps: 3, messages: [200_000, 1_000_000, 2_000_000], readSeconds: 4, walSeconds: 20,
+    preset: "full", ks: [1, 4, 16, 32, 64], seconds: 10, warmupCalls: 200, reps: 3, messages: [200_000, 1_000_000, 2_000_000], readSeconds: 4, readWarmupSeconds: 2, walSeconds: 20,
     walCheckLimitMb: null, fsyncDelaysMs: [0, 1, 3], idleSettleSeconds: 10, idleWindowSeconds: 60, soakSeconds: 3600, coldReads: 30,
   },
 };
@@ -110,6 +111,8 @@ export function resolveBenchOptions(args: BenchArgs): ResolvedBenchOptions {
     synchronous,
     modes: modes(args.modes),
     readSeconds: positive(args["read-seconds"], "read-seconds", preset.readSeconds, false),
+    // `--read-warmup-seconds 0`: each operation's first calls are measured (after one call).
+    readWarmupSeconds: args["read-warmup-seconds"] === "0" ? 0 : positive(args["read-warmup-seconds"], "read-warmup-seconds", preset.readWarmupSeconds, false),
     walSeconds: positive(args["wal-seconds"], "wal-seconds", preset.walSeconds, false),
     walLimitMb,
     walCheckLimitMb: walLimitMb ?? preset.walCheckLimitMb,

@@ -21,6 +21,8 @@ export interface ReadSideOptions {
   socketDir: string;
   /** Time spent measuring each operation in each condition. */
   opSeconds: number;
+  /** Time each operation in each condition runs, unmeasured, before that. */
+  warmupSeconds: number;
   synchronous: "FULL" | "NORMAL";
   walLimitMb: number | null;
   messagesFile: string;
@@ -90,6 +92,7 @@ export interface ReadSizeResult {
 
 export interface ReadSideResult {
   opSeconds: number;
+  warmupSeconds: number;
   sizes: ReadSizeResult[];
 }
 
@@ -130,7 +133,7 @@ export async function runReadSide(options: ReadSideOptions, log: (line: string) 
     for (const via of vias) await measureVia(corpus, via, options, result, log);
     sizes.push(result);
   }
-  return { opSeconds: options.opSeconds, sizes };
+  return { opSeconds: options.opSeconds, warmupSeconds: options.warmupSeconds, sizes };
 }
 
 function withoutPath(corpus: Corpus): Omit<Corpus, "path"> {
@@ -150,18 +153,18 @@ async function measureVia(corpus: Corpus, via: Via, options: ReadSideOptions, re
   let db: SessionDB | null = null;
   try {
     db = await openSessionDB(copy.openOptions);
-    await measureAll(db, corpus, via, "idle", options.opSeconds, result);
+    await measureAll(db, corpus, via, "idle", options, result);
     writer = copy.flatOutWriter(options.messagesFile);
     await writer.ready();
     writer.go();
     await new Promise((resolve) => setTimeout(resolve, WRITER_WARMUP_MS));
-    await measureAll(db, corpus, via, "writing", options.opSeconds, result);
+    await measureAll(db, corpus, via, "writing", options, result);
     writer.stop();
     const report = await writer.report();
     const elapsedS = Math.max(1e-3, (report.endMs - report.startMs) / 1000);
     result.writers.push({ via, appendsPerS: report.appends / elapsedS, p99: summarizeLatencies(report.latenciesMs).p99, failures: report.failures });
     // In direct mode the searches would run on this thread, in turn with the point reads: only the daemon's figures mean something.
-    if (via === "daemon") await measurePointReads(db, copy.openOptions, via, options.opSeconds, result);
+    if (via === "daemon") await measurePointReads(db, copy.openOptions, via, options, result);
     log(`read: ${corpus.messages} messages via ${via}: done (writer ${(report.appends / elapsedS).toFixed(0)} appends/s)`);
   } finally {
     writer?.kill();
@@ -171,11 +174,14 @@ async function measureVia(corpus: Corpus, via: Via, options: ReadSideOptions, re
   }
 }
 
-async function measureAll(db: SessionDB, corpus: Corpus, via: Via, load: Load, seconds: number, result: ReadSizeResult) {
+/** How long each operation is timed, after how long a warm-up. */
+type Timing = Pick<ReadSideOptions, "opSeconds" | "warmupSeconds">;
+
+async function measureAll(db: SessionDB, corpus: Corpus, via: Via, load: Load, timing: Timing, result: ReadSizeResult) {
   for (const op of READ_OPS) {
     const query = op === "list-rich-50" ? null : SEARCHES[op](corpus.queries);
     const run = query === null ? () => db.listSessionsRich({ limit: 50 }) : () => db.searchMessages(query);
-    const { latencies, rows } = await sample(run, seconds);
+    const { latencies, rows } = await sample(run, timing);
     const s = summarizeLatencies(latencies);
     result.latencies.push({ via, load, op, query, n: s.count, p50: s.p50, p99: s.p99, max: s.max, rows });
   }
@@ -183,11 +189,11 @@ async function measureAll(db: SessionDB, corpus: Corpus, via: Via, load: Load, s
 }
 
 /** `getSession` alone, then while `SLOW_SEARCHERS` clients search back to back. */
-async function measurePointReads(db: SessionDB, openOptions: OpenOptions, via: Via, seconds: number, result: ReadSizeResult) {
+async function measurePointReads(db: SessionDB, openOptions: OpenOptions, via: Via, timing: Timing, result: ReadSizeResult) {
   const id = (await db.listSessionsRich({ limit: 1 }))[0]?.id;
   if (id === undefined) return;
   const pointRead = async () => [await db.getSession(id)];
-  const idle = summarizeLatencies((await sample(pointRead, seconds)).latencies);
+  const idle = summarizeLatencies((await sample(pointRead, timing)).latencies);
   result.pointReads.push({ via, background: "idle", n: idle.count, p50: idle.p50, p99: idle.p99, max: idle.max, searches: 0 });
   const searchers = await Promise.all(Array.from({ length: SLOW_SEARCHERS }, () => openSessionDB(openOptions)));
   let searching = true;
@@ -204,7 +210,7 @@ async function measurePointReads(db: SessionDB, openOptions: OpenOptions, via: V
     }
   });
   try {
-    const busy = summarizeLatencies((await sample(pointRead, seconds)).latencies);
+    const busy = summarizeLatencies((await sample(pointRead, timing)).latencies);
     result.pointReads.push({ via, background: "slow-searches", n: busy.count, p50: busy.p50, p99: busy.p99, max: busy.max, searches });
   } finally {
     searching = false;
@@ -213,11 +219,16 @@ async function measurePointReads(db: SessionDB, openOptions: OpenOptions, via: V
   }
 }
 
-/** One warm-up call, then calls until the time is up (at least MIN_SAMPLES, at most MAX_SAMPLES). */
-async function sample(run: () => Promise<unknown[]>, seconds: number): Promise<{ latencies: number[]; rows: number }> {
+/**
+ * Unmeasured calls for the warm-up time (one at least), then measured calls until the time is up
+ * (at least MIN_SAMPLES, at most MAX_SAMPLES).
+ */
+async function sample(run: () => Promise<unknown[]>, timing: Timing): Promise<{ latencies: number[]; rows: number }> {
   let rows = (await run()).length;
+  const warm = performance.now() + timing.warmupSeconds * 1000;
+  while (performance.now() < warm) await run();
   const latencies: number[] = [];
-  const until = performance.now() + seconds * 1000;
+  const until = performance.now() + timing.opSeconds * 1000;
   while (latencies.length < MIN_SAMPLES || (latencies.length < MAX_SAMPLES && performance.now() < until)) {
     const t0 = performance.now();
     rows = (await run()).length;

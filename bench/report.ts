@@ -8,7 +8,7 @@ import type { BenchResult } from "./bench-result.js";
 import { writeCharts } from "./charts.js";
 import { machineLine } from "./machine.js";
 import { MODES } from "./modes.js";
-import { READ_OPS, SLOW_SEARCHERS, type ReadSizeResult } from "./read-side.js";
+import { READ_OPS, SLOW_SEARCHERS, type ReadSideResult, type ReadSizeResult } from "./read-side.js";
 import { VIAS } from "./served-copy.js";
 import { spread, type Spread } from "./stats.js";
 import { idleFootprintTable } from "./idle-footprint.js";
@@ -169,7 +169,7 @@ function targetTable(result: BenchResult): string {
   return markdownTable(["issue", "target", "K", "fsync", "measured (median)", "target", ""], rows);
 }
 
-function readTable(size: ReadSizeResult): string {
+function readTable(size: ReadSizeResult, read: ReadSideResult): string {
   const conditions = VIAS.flatMap((via) => (["idle", "writing"] as const).map((load) => ({ via, load })));
   const header = ["operation", ...conditions.map((c) => `${c.via} ${c.load} p50 / p99 ms`)];
   const rows = READ_OPS.map((op) => {
@@ -200,7 +200,8 @@ function readTable(size: ReadSizeResult): string {
     `CJK index: ${num(cjk.bytes / 2 ** 20)} MiB for the ${cjk.indexedMessages} messages with CJK ` +
     `(${num(cjk.bytes / c.messages)} bytes per message of the file, ${num((100 * cjk.bytes) / c.bytes)} % of it) ` +
     `(the FTS5 index of all messages: ${num(cjk.ftsBytes / 2 ** 20)} MiB), built from nothing in ${num(cjk.buildS)} s.`;
-  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} Flat-out writer: ${writers}. Point read (getSession) p50 / p99 beside ${SLOW_SEARCHERS} clients running 4 KB OR-of-prefixes searches back to back: ${points}.\n\n${markdownTable(header, rows)}`;
+  const timing = `Each operation in each condition runs ${num(read.warmupSeconds)} s unmeasured (a process that has served a while, not its first calls), then ${num(read.opSeconds)} s timed.`;
+  return `Corpus: ${c.messages} messages in ${c.sessions} sessions (${num(c.bytes / 2 ** 20)} MiB). ${index} ${timing} Flat-out writer: ${writers}. Point read (getSession) p50 / p99 beside ${SLOW_SEARCHERS} clients running 4 KB OR-of-prefixes searches back to back: ${points}.\n\n${markdownTable(header, rows)}`;
 }
 
 function walTable(result: BenchResult): string {
@@ -244,7 +245,7 @@ export function formatReport(result: BenchResult): string {
     ratioTable(result),
     ...(result.convoy.loneAppend.length > 0 ? ["### Where a lone append's time goes", loneAppendTable(result)] : []),
     ...(result.targets.length > 0 ? ["### Targets", targetTable(result)] : []),
-    ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size)]),
+    ...(result.read?.sizes ?? []).flatMap((size) => [`### Read side, ${size.corpus.messages} messages`, readTable(size, result.read!)]),
     ...(result.wal !== null ? ["### WAL growth", walTable(result)] : []),
     ...(result.idle != null ? ["### Idle daemon", idleFootprintTable(result.idle)] : []),
     `Suite time: ${num(result.durationS)} s.`,

@@ -31,6 +31,8 @@ const USAGE = `Usage: npm run bench [-- options]
                          (sessiondb's direct mode always runs FULL)
   --messages N,M         corpus sizes of the read side (quick 20000); 0 skips the read side and WAL check
   --read-seconds N       measuring time per read operation and condition (quick 0.6, full 4)
+  --read-warmup-seconds N  unmeasured calls of each read operation and condition before its measured time
+                         (default 2; 0 measures from the second call)
   --wal-seconds N        length of each WAL growth run (quick 4, full 20)
   --wal-limit-mb N       the daemons' WAL bound (default: the daemon's own; the quick WAL check uses 8)
   --seed N               seed of the generated text (default 42)
@@ -47,7 +49,7 @@ const USAGE = `Usage: npm run bench [-- options]
 `;
 
 const STRING_OPTIONS = [
-  "k", "seconds", "warmup-calls", "reps", "messages", "synchronous", "modes", "read-seconds", "wal-seconds", "wal-limit-mb", "seed", "out",
+  "k", "seconds", "warmup-calls", "reps", "messages", "synchronous", "modes", "read-seconds", "read-warmup-seconds", "wal-seconds", "wal-limit-mb", "seed", "out",
   "cache-dir", "work-dir", "fsync-delay-ms", "idle-settle-seconds", "idle-seconds", "soak-seconds", "cold-reads",
 ] as const;
 

@@ -73,7 +73,7 @@ export async function runSuite(options: ResolvedBenchOptions, log: (line: string
     const read =
       options.messages.length === 0
         ? null
-        : await runReadSide({ ...shared, sizes: options.messages, seed: options.seed, cacheDir: options.cacheDir, opSeconds: options.readSeconds }, log);
+        : await runReadSide({ ...shared, sizes: options.messages, seed: options.seed, cacheDir: options.cacheDir, opSeconds: options.readSeconds, warmupSeconds: options.readWarmupSeconds }, log);
     const slowest = read === null ? null : slowestSearch(read);
     const wal =
       slowest === null

@@ -28,7 +28,7 @@ test("the benchmark suite runs every mode at tiny sizes and writes exact results
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [
-      RUN_JS, "--k", "1,2", "--seconds", "0.5", "--warmup-calls", "20", "--reps", "1", "--messages", "1000", "--read-seconds", "0.05",
+      RUN_JS, "--k", "1,2", "--seconds", "0.5", "--warmup-calls", "20", "--reps", "1", "--messages", "1000", "--read-seconds", "0.05", "--read-warmup-seconds", "0.05",
       "--wal-seconds", "0.5", "--idle-seconds", "0", "--out", out, "--cache-dir", join(dir, "cache"), "--work-dir", join(dir, "work"),
     ],
     { maxBuffer: 16 * 1024 * 1024 },
