@@ -174,6 +174,20 @@ export function listingContract(open: Opener): void {
       assert.ok(withChildren.every((r) => !("_lineage_root_id" in r)));
     });
 
+    test("the walk goes on from each session's own end: a tip's sub-agents, started after the root ended, are not followed", async (t) => {
+      const { db, path } = await fresh(t, open);
+      await session(db, path, "R", { started: T0, ended: T0 + 100 });
+      await session(db, path, "M", { started: T0 + 100, ended: T0 + 300, reason: "user_exit", parent: "R" });
+      await session(db, path, "S", { started: T0 + 150, parent: "M" }); // M's sub-agent, newer than R's end
+      await message(db, path, "M", "user", "middle question", T0 + 101);
+      const [row] = await db.listSessionsRich();
+      assert.equal(row?.id, "M", "M ended otherwise than by compression: it is the tip");
+      assert.equal(row?._lineage_root_id, "R");
+      assert.equal(row?.end_reason, "user_exit");
+      assert.equal(row?.preview, "middle question");
+      assert.equal(await db.getCompressionTip("R"), "M");
+    });
+
     test("a compressed root whose only child started before it ended is not projected", async (t) => {
       const { db, path } = await fresh(t, open);
       await session(db, path, "R", { started: T0, ended: T0 + 100 });
